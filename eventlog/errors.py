@@ -1,0 +1,103 @@
+"""Typed errors of the eventlog package (spec eventlog.md §5.6).
+
+Every message is one line and names the session or the path it is about.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class EventLogError(Exception):
+    """Base class of every error raised by eventlog."""
+
+
+class InvalidSessionId(EventLogError, ValueError):
+    """A session id does not match ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(
+            f"invalid session id {value!r}: use 1-128 characters from [A-Za-z0-9._-], "
+            "starting with a letter or digit"
+        )
+        self.value = value
+
+
+class SessionNotFound(EventLogError, LookupError):
+    def __init__(self, id: str) -> None:
+        super().__init__(f'session "{id}" not found')
+        self.id = id
+
+
+class SessionExists(EventLogError):
+    def __init__(self, id: str) -> None:
+        super().__init__(f'session "{id}" already exists')
+        self.id = id
+
+
+class SessionBusy(EventLogError):
+    def __init__(self, id: str) -> None:
+        super().__init__(f'session "{id}" is already open for writing')
+        self.id = id
+
+
+class SessionClosed(EventLogError):
+    def __init__(self, id: str) -> None:
+        super().__init__(f'session "{id}" is closed')
+        self.id = id
+
+
+class InvalidEvent(EventLogError, ValueError):
+    """An event refused by ``Session.append`` or by ``vocab.decode``."""
+
+
+class CorruptLog(EventLogError):
+    """A log that cannot be read: ``corrupt session log "<path>": …``."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        detail: str,
+        *,
+        line: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(f'corrupt session log "{path}": {detail}')
+        self.path = Path(path)
+        self.detail = detail
+        self.line = line
+        self.offset = offset
+
+
+class UnsupportedFormat(EventLogError):
+    """A log in a format this build cannot read (another version, Zstandard)."""
+
+    def __init__(self, message: str, *, version: int | float | None) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+class ForkError(EventLogError):
+    """A fork refused for its boundary; ``code`` is INVALID_BOUNDARY or OPEN_TURN."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class SurfaceError(EventLogError, ValueError):
+    """The model-visible history cannot be folded (eventlog.md §3.3)."""
+
+
+class PersistenceError(EventLogError):
+    """Durability is uncertain: ``failed to persist session "<id>": …``.
+
+    ``permanent`` is true when the session can never write again (its publish was lost
+    to another process, or its file was removed or replaced behind it).
+    """
+
+    def __init__(self, id: str, detail: str, *, permanent: bool = False) -> None:
+        super().__init__(f'failed to persist session "{id}": {detail}')
+        self.id = id
+        self.detail = detail
+        self.permanent = permanent
