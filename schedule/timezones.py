@@ -66,8 +66,8 @@ def canonicalize_time_zone(name: str) -> str:
     refused (code ``invalid_time_zone``). Idempotent: every result is accepted again and
     maps to itself.
     """
-    if type(name) is not str:
-        raise ScheduleInputError("invalid_time_zone", "time_zone must be a string.")
+    if not isinstance(name, str):
+        raise ScheduleInputError("invalid_time_zone", _INVALID)
     if name == "UTC":
         return "UTC"
     if not _SHAPE.fullmatch(name):

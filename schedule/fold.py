@@ -1,0 +1,222 @@
+"""The pure fold of ``schedule/change`` events, fixed-rate arithmetic and the due decision.
+
+Spec schedule.md §6.2–§6.4 and §7. Everything here is a function over values: the fold
+reads events through the ``LoggedEvent`` Protocol (``.type`` and ``.value()``) and never
+touches a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any, Protocol
+
+import msgspec
+
+from .errors import ScheduleLogError
+from .jsontext import MAX_SAFE, compact_json, safe_int
+from .records import Create, Delete, EveryRecord, Record, ScheduleChange, decode_checked
+from .timeparse import MAX_MS, MIN_MS, format_instant, parse_instant
+
+_CHANGE = "schedule/change"
+
+
+class _Event(Protocol):
+    """The ``LoggedEvent`` Protocol of §8, as far as the fold needs it."""
+
+    @property
+    def type(self) -> str: ...
+
+    def value(self) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """The folded suffix: ``active`` records in create order (every records advanced), and
+    ``seen_ids``, every id ever created there, in first-create order."""
+
+    active: tuple[Record, ...]
+    seen_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OneShot:
+    """Deliver this one-shot (``after``/``at``) record now."""
+
+    record: Record
+
+
+@dataclass(frozen=True, slots=True)
+class EveryBatch:
+    """Deliver these due every records together: ``items`` are ``(record, occurrence_ms)`` in
+    batch order; ``accepted_at`` is the decision time, canonical UTC, shared by all dispatches."""
+
+    items: tuple[tuple[EveryRecord, int], ...]
+    accepted_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Nothing is due; ``target`` is the earliest ``scheduledAt`` in ms, or ``None`` if none."""
+
+    target: int | None
+
+
+# --- fixed-rate arithmetic (§7.1) ----------------------------------------------------------
+
+
+def _resolve(target: int, every_seconds: object, accepted: object) -> tuple[int, int | None]:
+    a = safe_int(accepted)
+    if a is None or not MIN_MS <= a <= MAX_MS:
+        raise ScheduleLogError("every acceptedAt must be a representable four-digit-year instant")
+    seconds = safe_int(every_seconds)
+    interval = None if seconds is None else seconds * 1000
+    if interval is None or not 0 < interval <= MAX_SAFE:
+        raise ScheduleLogError("every interval milliseconds must be a positive safe integer")
+    if a < target:
+        raise ScheduleLogError("every dispatch cannot precede the active scheduledAt")
+    occurrence = target + (a - target) // interval * interval
+    following = occurrence + interval
+    return occurrence, (following if following <= MAX_MS else None)
+
+
+def resolve_every(record: EveryRecord, accepted_ms: int) -> tuple[int, int | None]:
+    """``(occurrence_ms, next_ms | None)`` of an every record dispatched at ``accepted_ms``.
+
+    The occurrence is the latest aligned target ``<= accepted_ms``, the next one the first
+    aligned target strictly after it; ``None`` when that lies past year 9999 (a final
+    dispatch). Missed occurrences in between are skipped. Raises ``ScheduleLogError`` for
+    an unrepresentable decision time, a bad interval, or ``accepted_ms < scheduledAt``.
+    """
+    return _resolve(parse_instant(record.scheduled_at), record.every_seconds, accepted_ms)
+
+
+# --- the fold (§6.2–§6.4) ------------------------------------------------------------------
+
+
+class _Folding:
+    """Mutable accumulator of one fold; dicts keep create order and in-place replacement."""
+
+    __slots__ = ("active", "targets", "seen")
+
+    def __init__(self) -> None:
+        self.active: dict[str, Record] = {}
+        self.targets: dict[str, int] = {}
+        self.seen: dict[str, None] = {}
+
+    def apply(self, change: ScheduleChange, instant: int | None) -> None:
+        """Apply one decoded change; ``instant`` is what ``decode_checked`` parsed."""
+        if type(change) is Create:
+            record = change.schedule
+            rid = record.id
+            if rid in self.seen:
+                raise ScheduleLogError(f"schedule id {compact_json(rid)} was reused")
+            self.seen[rid] = None
+            self.active[rid] = record
+            self.targets[rid] = instant  # type: ignore[assignment]  # a create always has one
+            return
+        rid = change.id
+        record = self.active.get(rid)
+        if record is None:
+            verb = "delete" if type(change) is Delete else "dispatch"
+            raise ScheduleLogError(f"schedule {verb} targets inactive id {compact_json(rid)}")
+        if type(change) is Delete:
+            self._remove(rid)
+        elif type(record) is not EveryRecord:
+            if change.accepted_at is not msgspec.UNSET:
+                raise ScheduleLogError("one-shot dispatch must not contain acceptedAt")
+            self._remove(rid)
+        elif change.accepted_at is msgspec.UNSET:
+            raise ScheduleLogError("every dispatch must contain acceptedAt")
+        else:
+            _, following = _resolve(self.targets[rid], record.every_seconds, instant)
+            if following is None:
+                self._remove(rid)
+            else:
+                self.active[rid] = msgspec.structs.replace(
+                    record, scheduled_at=format_instant(following)
+                )
+                self.targets[rid] = following
+
+    def _remove(self, rid: str) -> None:
+        del self.active[rid]
+        del self.targets[rid]
+
+    def result(self) -> Fold:
+        return Fold(tuple(self.active.values()), tuple(self.seen))
+
+
+def _fold_into(events: Sequence[_Event], seed_length: int) -> _Folding:
+    if type(seed_length) is not int or not 0 <= seed_length <= len(events):
+        raise ScheduleLogError("schedule seedLength must be within the supplied event log")
+    state = _Folding()
+    for event in islice(events, seed_length, None):
+        if event.type != _CHANGE:
+            continue
+        # eventlog's Event keeps its payload as raw JSON: decode it once, without value().
+        raw = getattr(event, "data", None)
+        state.apply(*decode_checked(raw if isinstance(raw, msgspec.Raw) else event.value()))
+    return state
+
+
+def fold(events: Sequence[_Event], seed_length: int) -> Fold:
+    """Fold the ``schedule/change`` events of ``events[seed_length:]`` (§6.2, §6.3).
+
+    Other event types are skipped; the seed prefix is ignored entirely (even if corrupt).
+    Each change is decoded fully before its transition applies. Raises ``ScheduleLogError``
+    for a bad ``seed_length``, a payload that fails §6.1, or an invalid transition (reused
+    id; delete or dispatch of an inactive id; a one-shot dispatch with ``acceptedAt``; an
+    every dispatch without one, or before its target). Exceptions raised by an event's
+    ``value()`` propagate unchanged.
+    """
+    return _fold_into(events, seed_length).result()
+
+
+def check_append(events: Sequence[_Event], seed_length: int, data: object) -> None:
+    """Raise ``ScheduleLogError`` unless ``events`` plus the candidate payload fold (§6.4).
+
+    ``data`` is the payload about to be appended (a mapping, a parsed value or raw bytes).
+    """
+    state = _fold_into(events, seed_length)
+    state.apply(*decode_checked(dict(data) if isinstance(data, Mapping) else data))
+
+
+# --- the decision (§7.2) -------------------------------------------------------------------
+
+
+def decide(active: Sequence[Record], now: int) -> OneShot | EveryBatch | Wait:
+    """What is due at ``now`` (epoch ms) among ``active`` (in create order).
+
+    A due one-shot wins alone: the earliest by (``scheduledAt``, create position). Else all
+    due every records form one batch ordered by (current ``scheduledAt``, create position),
+    each with its latest occurrence ``<= now``. Else ``Wait`` for the earliest target.
+    Raises ``ValueError`` if ``now`` is not a safe integer and ``ScheduleLogError`` if a due
+    every record cannot be resolved at ``now`` (e.g. ``now`` beyond year 9999).
+    """
+    t_now = safe_int(now)
+    if t_now is None:
+        raise ValueError(f"the decision time must be a safe integer, not {now!r}")
+    one_shot: Record | None = None
+    one_shot_at = 0
+    due: list[tuple[int, int, EveryRecord]] = []
+    earliest: int | None = None
+    for position, record in enumerate(active):
+        target = parse_instant(record.scheduled_at)
+        if target > t_now:
+            if earliest is None or target < earliest:
+                earliest = target
+        elif type(record) is EveryRecord:
+            due.append((target, position, record))
+        elif one_shot is None or target < one_shot_at:
+            one_shot, one_shot_at = record, target
+    if one_shot is not None:
+        return OneShot(one_shot)
+    if due:
+        due.sort(key=lambda item: (item[0], item[1]))
+        items = tuple(
+            (record, _resolve(target, record.every_seconds, t_now)[0])
+            for target, _, record in due
+        )
+        return EveryBatch(items, format_instant(t_now))
+    return Wait(earliest)

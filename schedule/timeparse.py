@@ -1,0 +1,244 @@
+"""Instants, strict `at` parsing and local-time resolution (spec schedule.md §2.3, §5.2–§5.5).
+
+Everything is integer epoch milliseconds on the proleptic Gregorian calendar, computed by
+hand: no ``fromisoformat``/``strptime`` (too lenient) and no ``isoformat``/``strftime``
+(wrong output shapes), and ``datetime`` only where zone rules are needed (§12).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo
+
+from .errors import ScheduleInputError, ScheduleLogError
+from .jsontext import MAX_SAFE, safe_int
+from .timezones import canonicalize_time_zone
+
+MIN_MS = -62135596800000  # 0001-01-01T00:00:00.000Z
+MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
+
+_DAY_MS = 86_400_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ONE_MS = timedelta(milliseconds=1)
+
+_INSTANT = re.compile(
+    r"(?!0000)([0-9]{4})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"T([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9])\.([0-9]{3})Z"
+)
+_AT = re.compile(
+    r"(?P<y>[0-9]{4})-(?P<mo>[0-9]{2})-(?P<d>[0-9]{2})"
+    r"T(?P<h>[0-9]{2}):(?P<mi>[0-9]{2}):(?P<s>[0-9]{2})(?:\.(?P<f>[0-9]{1,3}))?"
+    r"(?P<z>Z|(?P<sign>[+-])(?P<oh>[0-9]{2}):(?P<om>[0-9]{2}))"
+)
+_LOCAL_DATE = re.compile("([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_LOCAL_TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,3}))?")
+_LOCAL_KEYS = frozenset({"date", "time", "time_zone"})
+
+_BAD_INSTANT_SHAPE = "scheduledAt must be a canonical four-digit-year RFC 3339 UTC instant"
+_BAD_INSTANT_DATE = "scheduledAt is not a real UTC calendar instant"
+
+AT_SHAPE = (
+    "at must use YYYY-MM-DDTHH:mm:ss with optional 1-3 digit fractional seconds"
+    " and an explicit Z or numeric offset."
+)
+AT_UNREAL = "The at value must be a real ISO calendar date and time."
+AT_OFFSET = "The at numeric offset is invalid."
+LOCAL_KEYS = "Local at must contain exactly date, time, and time_zone."
+LOCAL_TYPES = "Local at date and time must be strings."
+LOCAL_SHAPE = (
+    "Local at requires date YYYY-MM-DD and time HH:mm:ss"
+    " with optional one-to-three digit milliseconds."
+)
+LOCAL_UNREAL = "The local at value must be a real ISO calendar date and time."
+LOCAL_GAP = "The local at time does not exist in the selected time zone."
+ZONE_NOT_STRING = "time_zone must be a string."
+NOT_FUTURE = "The scheduled time must be strictly in the future."
+OUT_OF_RANGE = (
+    "The scheduled time must be representable as a four-digit-year RFC 3339 UTC instant."
+)
+
+
+# --- proleptic Gregorian calendar, by integer arithmetic -----------------------------------
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (any year)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _civil_from_days(z: int) -> tuple[int, int, int]:
+    """Inverse of ``_days_from_civil``."""
+    z += 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    return yoe + era * 400 + (m <= 2), m, d
+
+
+def _days_in_month(y: int, m: int) -> int:
+    if m == 2:
+        return 29 if y % 4 == 0 and (y % 100 != 0 or y % 400 == 0) else 28
+    return 30 if m in (4, 6, 9, 11) else 31
+
+
+def _is_real_date(y: int, m: int, d: int) -> bool:
+    return 1 <= m <= 12 and 1 <= d <= _days_in_month(y, m)
+
+
+def _fields_ms(y: int, mo: int, d: int, h: int, mi: int, s: int, milli: int) -> int:
+    """The fields read as a UTC wall time, in epoch ms."""
+    return _days_from_civil(y, mo, d) * _DAY_MS + ((h * 60 + mi) * 60 + s) * 1000 + milli
+
+
+# --- canonical UTC instants (§2.3) ---------------------------------------------------------
+
+
+def format_instant(ms: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` for ``MIN_MS <= ms <= MAX_MS``; ``ValueError`` otherwise."""
+    if type(ms) is not int or not MIN_MS <= ms <= MAX_MS:
+        raise ValueError(f"instant {ms!r} is outside years 0001-9999")
+    days, rest = divmod(ms, _DAY_MS)
+    y, mo, d = _civil_from_days(days)
+    rest, milli = divmod(rest, 1000)
+    rest, s = divmod(rest, 60)
+    h, mi = divmod(rest, 60)
+    return f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.{milli:03d}Z"
+
+
+def parse_instant(s: object) -> int:
+    """Epoch ms of a canonical UTC instant; ``ScheduleLogError`` for a bad shape or date.
+
+    Guarantee: ``format_instant(parse_instant(s)) == s`` whenever it returns.
+    """
+    m = _INSTANT.fullmatch(s) if isinstance(s, str) else None
+    if m is None:
+        raise ScheduleLogError(_BAD_INSTANT_SHAPE)
+    y, mo, d, h, mi, sec, milli = map(int, m.groups())
+    if d > 28 and d > _days_in_month(y, mo):
+        raise ScheduleLogError(_BAD_INSTANT_DATE)
+    return _fields_ms(y, mo, d, h, mi, sec, milli)
+
+
+# --- model input: `at` strings, local objects, range (§5.2–§5.5) ---------------------------
+
+
+def _rule(message: str) -> ScheduleInputError:
+    return ScheduleInputError("invalid_rule", message)
+
+
+def _millis(fraction: str | None) -> int:
+    """A 1–3 digit fraction right-padded to milliseconds (``5`` → 500, ``05`` → 50)."""
+    return int(fraction.ljust(3, "0")) if fraction else 0
+
+
+def parse_at_string(at: str) -> int:
+    """Epoch ms of a strict offset-bearing RFC 3339 ``at`` string (§5.2 steps 2–6).
+
+    Raises ``ScheduleInputError`` (``invalid_rule``) with the shape, calendar or offset
+    message. The result is not range-checked (see ``check_target``).
+    """
+    m = _AT.fullmatch(at)
+    if m is None:
+        raise _rule(AT_SHAPE)
+    y, mo, d = int(m["y"]), int(m["mo"]), int(m["d"])
+    h, mi, s = int(m["h"]), int(m["mi"]), int(m["s"])
+    if y == 0 or h > 23 or mi > 59 or s > 59 or not _is_real_date(y, mo, d):
+        raise _rule(AT_UNREAL)
+    offset_min = 0
+    if m["sign"] is not None:
+        oh, om = int(m["oh"]), int(m["om"])
+        if oh > 23 or om > 59 or (m["sign"] == "-" and oh == 0 and om == 0):
+            raise _rule(AT_OFFSET)
+        offset_min = (oh * 60 + om) * (1 if m["sign"] == "+" else -1)
+    return _fields_ms(y, mo, d, h, mi, s, _millis(m["f"])) - offset_min * 60_000
+
+
+def _zone(name: str) -> tzinfo:
+    """Rules for a canonical zone name (``UTC`` or a name vetted by ``canonicalize_time_zone``)."""
+    return timezone.utc if name == "UTC" else ZoneInfo(name)
+
+
+def local_to_instant(
+    y: int, mo: int, d: int, h: int, mi: int, s: int, milli: int, zone_name: str
+) -> int:
+    """Epoch ms of a real local wall time in a canonical zone (§5.4.2).
+
+    An ambiguous (overlap) time gives the earlier instant; a time in a gap raises
+    ``invalid_rule``; a result outside years 0001–9999 raises ``time_out_of_range`` (range
+    is checked before the gap). ``zone_name`` must come from ``canonicalize_time_zone``.
+    """
+    zone = _zone(zone_name)
+    local = _fields_ms(y, mo, d, h, mi, s, milli)
+    before = zone.utcoffset(datetime(y, mo, d, h, mi, s, milli * 1000, tzinfo=zone, fold=0))
+    o0 = before // _ONE_MS
+    t = local - o0
+    if t < MIN_MS or t > MAX_MS:
+        raise ScheduleInputError("time_out_of_range", OUT_OF_RANGE)
+    try:
+        o1 = (_EPOCH + timedelta(milliseconds=t)).astimezone(zone).utcoffset() // _ONE_MS
+    except OverflowError:  # the local projection leaves datetime's range: not this wall time
+        o1 = None
+    if o1 != o0:
+        raise _rule(LOCAL_GAP)
+    return t
+
+
+def resolve_local_at(at: Mapping[object, object]) -> int:
+    """Epoch ms of a local ``{date, time, time_zone}`` object (§5.3 steps 3–8).
+
+    Checks in order: key set, date/time types, zone type, date/time shape, field ranges,
+    calendar date, zone (``canonicalize_time_zone``), local resolution. The result is not
+    range-checked against the clock (see ``check_target``).
+    """
+    if set(at) != _LOCAL_KEYS:
+        raise _rule(LOCAL_KEYS)
+    date, time, zone = at["date"], at["time"], at["time_zone"]
+    if not isinstance(date, str) or not isinstance(time, str):
+        raise _rule(LOCAL_TYPES)
+    if not isinstance(zone, str):
+        raise ScheduleInputError("invalid_time_zone", ZONE_NOT_STRING)
+    dm = _LOCAL_DATE.fullmatch(date)
+    tm = _LOCAL_TIME.fullmatch(time)
+    if dm is None or tm is None:
+        raise _rule(LOCAL_SHAPE)
+    y, mo, d = int(dm[1]), int(dm[2]), int(dm[3])
+    h, mi, s = int(tm[1]), int(tm[2]), int(tm[3])
+    if y == 0 or h > 23 or mi > 59 or s > 59:
+        raise _rule(LOCAL_UNREAL)
+    if not _is_real_date(y, mo, d):
+        raise _rule(AT_UNREAL)
+    name = canonicalize_time_zone(zone)
+    return local_to_instant(y, mo, d, h, mi, s, _millis(tm[4]), name)
+
+
+def now_sample(now_ms: object) -> int:
+    """The clock sample as an ``int``; ``time_out_of_range`` if it is not a safe integer."""
+    now = safe_int(now_ms)
+    if now is None:
+        raise ScheduleInputError("time_out_of_range", OUT_OF_RANGE)
+    return now
+
+
+def check_target(t: int, now_ms: object) -> str:
+    """The range and future check (§5.5): ``scheduledAt`` of target ``t``.
+
+    ``time_out_of_range`` if ``now_ms`` is not a safe integer or ``t`` is outside years
+    0001–9999; ``not_future`` if ``t <= now_ms``.
+    """
+    now = now_sample(now_ms)
+    if t < MIN_MS or t > MAX_MS:
+        raise ScheduleInputError("time_out_of_range", OUT_OF_RANGE)
+    if t <= now:
+        raise ScheduleInputError("not_future", NOT_FUTURE)
+    return format_instant(t)
