@@ -1,0 +1,728 @@
+"""The on-disk format of a session log (spec eventlog.md §3, §4.2, §5.2): values and codecs.
+
+Pure functions over bytes and values, no I/O:
+
+- ``Event``, ``ReplaceOp``, ``SessionHeader``: the immutable values a log is made of, with their
+  canonical encodings (``to_json``: compact JSON, spec key order, no LF).
+- ``decode_header``: line 1, validated in the exact order of §3.2.
+- ``RecordDecoder``: one storage record (event line or packed chunk row) → events, strictly
+  (§3.3, §3.6); a refused record raises ``MalformedRecord`` carrying the §7.1 defect reason.
+- ``build_event``: the append-time checks of §3.5 and the one encoding of ``data``.
+- ``check_session_id``: §4.2.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import sys
+import time as _time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar, Union
+
+import msgspec
+
+from .errors import CorruptLog, InvalidEvent, InvalidSessionId, UnsupportedFormat
+
+__all__ = [
+    "MAX_SAFE_INTEGER",
+    "SURFACE_TYPES",
+    "ROW_TYPES",
+    "ZSTD_MAGIC",
+    "UNPARSABLE",
+    "INVALID_ENVELOPE",
+    "SEQ_GAP",
+    "Clock",
+    "SystemClock",
+    "ReplaceOp",
+    "SurfaceOp",
+    "Event",
+    "SessionHeader",
+    "MalformedRecord",
+    "RecordDecoder",
+    "build_event",
+    "check_session_id",
+    "check_not_zstd",
+    "decode_header",
+    "is_event_type",
+    "is_safe_int",
+]
+
+T = TypeVar("T")
+
+MAX_SAFE_INTEGER = 2**53 - 1
+SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+# Defect reasons of §5.5 / §7.1 produced while decoding one record.
+UNPARSABLE = "unparsable committed event"
+INVALID_ENVELOPE = "invalid event envelope"
+SEQ_GAP = "seq gap in committed region"
+
+_TYPE_RE = re.compile(r"[a-z0-9][a-z0-9-]*(?:/[a-z0-9][a-z0-9-]*)+")
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_WINDOWS_ABS_RE = re.compile(r"[A-Za-z]:[\\/]")
+_EVENT_KEYS = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable")
+
+
+def is_safe_int(value: object) -> bool:
+    """True for a Python ``int`` (never ``bool``) within ±(2**53 - 1)."""
+    return type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+
+
+def _is_seq_int(value: object) -> bool:
+    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def is_event_type(value: object) -> bool:
+    """True if ``value`` is a string of the event type shape of §3.3."""
+    return isinstance(value, str) and _TYPE_RE.fullmatch(value) is not None
+
+
+def check_session_id(id: object) -> str:
+    """Return ``id`` if it is a valid session id (§4.2), else raise ``InvalidSessionId``.
+
+    Runs before any file system access, so ``..``, ``/``, NUL and empty ids never name a path.
+    """
+    if not isinstance(id, str) or _ID_RE.fullmatch(id) is None:
+        raise InvalidSessionId(id)
+    return id
+
+
+# --------------------------------------------------------------------------- values
+
+
+class Clock(Protocol):
+    """The wall clock: integer epoch milliseconds. It may jump; callers re-read it."""
+
+    def now_ms(self) -> int: ...
+
+
+class SystemClock:
+    """``Clock`` reading the system wall clock (``time.time_ns() // 1_000_000``)."""
+
+    def now_ms(self) -> int:
+        return _time.time_ns() // 1_000_000
+
+
+class ReplaceOp(
+    msgspec.Struct, frozen=True, tag_field="op", tag="replace", forbid_unknown_fields=True, gc=False
+):
+    """``surfaceOp`` replace: encodes as ``{"op":"replace","start":S,"end":E}``."""
+
+    start: int
+    end: int
+
+
+SurfaceOp = Union[Literal["append"], ReplaceOp]
+
+
+@functools.cache
+def _decoder_for(type_: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(type_)
+
+
+class Event(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True, gc=False):
+    """One event of a session: ``{type, seq, time, data, surfaceOp?, sourceEventSeqs?, ignorable?}``.
+
+    ``data`` holds the exact JSON bytes of the value; each owner decodes its own types with
+    ``decode``. ``msgspec.json.encode(event)`` and ``to_json()`` give the canonical record.
+    """
+
+    type: str
+    seq: int
+    time: int
+    data: msgspec.Raw
+    surface_op: SurfaceOp | None = None
+    source_event_seqs: tuple[int, ...] | None = None
+    ignorable: bool = False
+
+    def decode(self, type_: type[T]) -> T:
+        """Strictly decode ``data`` as ``type_`` (a cached ``msgspec.json.Decoder``).
+
+        Raises ``msgspec.ValidationError`` when the data does not match.
+        """
+        return _decoder_for(type_).decode(self.data)  # type: ignore[no-any-return]
+
+    def value(self) -> Any:
+        """``data`` decoded into plain Python values (dict, list, str, int, float, bool, None)."""
+        return msgspec.json.decode(self.data)
+
+    def to_json(self) -> bytes:
+        """The canonical record: compact JSON in §3.3 key order, without the LF."""
+        return msgspec.json.encode(self)
+
+
+class SessionHeader(msgspec.Struct, frozen=True, kw_only=True):
+    """Line 1 of a log (§3.2). Fields are in on-disk order; ``to_json`` writes the line."""
+
+    version: int = 0
+    id: str
+    created_at: int
+    cwd: str | None = None
+    parent_session: str | None = None
+    seed_length: int | None = None
+    origin: str | None = None
+    delegation_depth: int = 0
+    agent_preset: str | None = None
+    owner: str | None = None
+
+    def to_json(self) -> bytes:
+        """The canonical header line without the LF: ``"type":"session"`` first, absent
+        optional keys omitted, ``delegationDepth`` always written."""
+        out: dict[str, Any] = {
+            "type": "session",
+            "version": self.version,
+            "id": self.id,
+            "createdAt": self.created_at,
+        }
+        if self.cwd is not None:
+            out["cwd"] = self.cwd
+        if self.parent_session is not None:
+            out["parentSession"] = self.parent_session
+        if self.seed_length is not None:
+            out["seedLength"] = self.seed_length
+        if self.origin is not None:
+            out["origin"] = self.origin
+        out["delegationDepth"] = self.delegation_depth
+        if self.agent_preset is not None:
+            out["agentPreset"] = self.agent_preset
+        if self.owner is not None:
+            out["owner"] = self.owner
+        return msgspec.json.encode(out)
+
+
+# --------------------------------------------------------------------------- header
+
+
+class _NegativeZero:
+    """The integer token ``-0``, kept apart from ``0`` so it can be rejected."""
+
+    def __repr__(self) -> str:
+        return "-0"
+
+
+_NEG_ZERO = _NegativeZero()
+
+
+class _FloatToken(float):
+    """A JSON number with a fraction or exponent, remembering its text (``v1.0`` as written)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _FloatToken:
+        self = super().__new__(cls, text)
+        self.text = text
+        return self
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _parse_int(text: str) -> int | _NegativeZero:
+    return _NEG_ZERO if text == "-0" else int(text)
+
+
+def _reject_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not valid JSON")
+
+
+def check_not_zstd(head: bytes, path: str | Path) -> None:
+    """Raise ``UnsupportedFormat`` if ``head`` (the first bytes of a file) is a Zstandard frame."""
+    if head.startswith(ZSTD_MAGIC):
+        raise UnsupportedFormat(
+            f"Zstandard session logs are not supported yet (raw log: {path})", version=None
+        )
+
+
+def _version_error(version: Any, name: str, path: str | Path) -> UnsupportedFormat:
+    text = version.text if isinstance(version, _FloatToken) else str(version)
+    if version > 0:
+        message = (
+            f'session "{name}" uses log format v{text}, but this turnlog reads only v0: the log was '
+            f"written by a newer program — upgrade turnlog to open it (raw log: {path})"
+        )
+    else:
+        message = (
+            f'session "{name}" uses log format v{text}, older than the supported v0, and this '
+            f"build ships no upgrade path for it (raw log: {path})"
+        )
+    return UnsupportedFormat(message, version=version if type(version) is int else float(version))
+
+
+def _header_shape_error(path: str | Path, detail: str) -> CorruptLog:
+    return CorruptLog(path, f"first line is not a session header: {detail}", line=1, offset=0)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, (_FloatToken, _NegativeZero)):
+        return repr(value)
+    return json.dumps(value, ensure_ascii=False)[:60]
+
+
+def decode_header(
+    line: bytes, path: str | Path, *, expected_id: str | None = None
+) -> SessionHeader:
+    """Decode and validate header line ``line`` (without its LF) of the log at ``path``.
+
+    Checks, in the order of §3.2: JSON; version first (``UnsupportedFormat`` for any number other
+    than ``0``); retired policy fields; the shape of every known key (unknown keys are ignored);
+    identity against ``expected_id`` (§4.2). Raises ``CorruptLog`` (line 1, byte 0) otherwise.
+    The ``seedLength`` bound needs the event count and is checked by the scanner.
+    """
+    try:
+        obj = json.loads(
+            line.decode("utf-8"),
+            parse_int=_parse_int,
+            parse_float=_FloatToken,
+            parse_constant=_reject_constant,
+        )
+    except (UnicodeDecodeError, ValueError) as exc:
+        detail = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise CorruptLog(path, f"header line is not valid JSON ({detail})", line=1, offset=0) from None
+    if not isinstance(obj, dict):
+        raise _header_shape_error(path, "not a JSON object")
+    version = obj.get("version")
+    if isinstance(version, (int, float)) and not isinstance(version, bool) and version != 0:
+        header_id = obj.get("id")
+        name = expected_id or (header_id if isinstance(header_id, str) else Path(path).name)
+        raise _version_error(version, name, path)
+    if "sandboxMode" in obj or "approvalPolicy" in obj:
+        raise CorruptLog(
+            path, "session header uses retired policy baseline fields", line=1, offset=0
+        )
+    if obj.get("type") != "session":
+        raise _header_shape_error(path, f'"type" must be "session", got {_describe(obj.get("type"))}')
+    if type(version) is not int:
+        raise _header_shape_error(path, f'"version" must be 0, got {_describe(version)}')
+
+    def string(key: str, *, required: bool = False, non_empty: bool = False) -> str | None:
+        value = obj.get(key)
+        if value is None and key not in obj and not required:
+            return None
+        if not isinstance(value, str) or (non_empty and not value):
+            kind = "a non-empty string" if non_empty else "a string"
+            raise _header_shape_error(path, f'"{key}" must be {kind}, got {_describe(value)}')
+        return value
+
+    def count(key: str, *, required: bool = False) -> int | None:
+        value = obj.get(key)
+        if value is None and key not in obj and not required:
+            return None
+        if not _is_seq_int(value):
+            raise _header_shape_error(
+                path, f'"{key}" must be a safe integer >= 0, got {_describe(value)}'
+            )
+        return value  # type: ignore[return-value]
+
+    header_id = string("id", required=True)
+    created_at = count("createdAt", required=True)
+    cwd = string("cwd")
+    if cwd is not None and not (cwd.startswith("/") or _WINDOWS_ABS_RE.match(cwd)):
+        raise _header_shape_error(path, f'"cwd" must be an absolute path, got {_describe(cwd)}')
+    parent_session = string("parentSession")
+    seed_length = count("seedLength")
+    origin = string("origin")
+    if origin is not None and origin != "subagent":
+        raise _header_shape_error(path, f'"origin" must be "subagent", got {_describe(origin)}')
+    delegation_depth = count("delegationDepth")
+    agent_preset = string("agentPreset")
+    owner = string("owner", non_empty=True)
+    assert header_id is not None and created_at is not None
+    if expected_id is not None and header_id != expected_id:
+        raise CorruptLog(
+            path,
+            f'requested id "{expected_id}" does not match header id "{header_id}"',
+            line=1,
+            offset=0,
+        )
+    return SessionHeader(
+        id=header_id,
+        created_at=created_at,
+        cwd=cwd,
+        parent_session=parent_session,
+        seed_length=seed_length,
+        origin=origin,
+        delegation_depth=0 if delegation_depth is None else delegation_depth,
+        agent_preset=agent_preset,
+        owner=owner,
+    )
+
+
+# --------------------------------------------------------------------------- records
+
+
+class MalformedRecord(Exception):
+    """A storage record refused by ``RecordDecoder``; ``reason`` is a §7.1 defect reason.
+
+    Internal to the scanner: readers turn it into a ``Defect`` (and maybe ``CorruptLog``).
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class _WireEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    # The envelope as it must appear on disk: optional keys may be absent but never null or
+    # false, which the public ``Event`` annotations cannot express.
+    type: str
+    seq: int
+    time: int
+    data: msgspec.Raw
+    surfaceOp: Literal["append"] | ReplaceOp = None  # type: ignore[assignment]
+    sourceEventSeqs: tuple[int, ...] = None  # type: ignore[assignment]
+    ignorable: Literal[True] = False  # type: ignore[assignment]
+
+
+class _TextRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    turn: int | float
+    step: int | float
+    index: int | float
+    dt: list[int]
+    texts: list[str]
+
+
+class _ToolRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    turn: int | float
+    step: int | float
+    index: int | float
+    id: str
+    dt: list[int]
+    args: list[str]
+    name: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class _RowEnvelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    type: str
+    seq0: Any
+    time0: Any
+    data: msgspec.Raw
+
+
+_ROW_ENVELOPE = msgspec.json.Decoder(_RowEnvelope)
+_TEXT_ROW = msgspec.json.Decoder(_TextRow)
+_TOOL_ROW = msgspec.json.Decoder(_ToolRow)
+_WIRE_EVENT = msgspec.json.Decoder(_WireEvent)
+_ANY = msgspec.json.Decoder()
+_ENCODER = msgspec.json.Encoder()
+
+
+class RecordDecoder:
+    """Decodes storage records (§3.3, §3.6) into events, interning type strings.
+
+    One decoder per scan: it keeps the set of type strings already validated, so the type
+    regex runs once per distinct type and every event of a type shares one string.
+    ``line`` is one record without its LF and MUST already be valid UTF-8 (the scanner
+    validates whole chunks at once).
+    """
+
+    def __init__(self) -> None:
+        # type string -> (interned string, is a surface type)
+        self._types: dict[str, tuple[str, bool]] = {}
+
+    def decode(self, line: bytes, expected_seq: int) -> list[Event]:
+        """The events of ``line`` (one for an event line, one per member for a packed row).
+
+        Raises ``MalformedRecord`` with reason ``unparsable committed event`` (JSON or packed
+        row failures), ``invalid event envelope`` (a key or value rule of §3.3), or
+        ``seq gap in committed region`` (detail ``expected X, got Y``).
+        """
+        try:
+            wire = _WIRE_EVENT.decode(line)
+        except msgspec.DecodeError:
+            return self._decode_slow(line, expected_seq)
+        known = self._types.get(wire.type)
+        if known is None:
+            if not is_event_type(wire.type):
+                return self._decode_slow(line, expected_seq)
+            known = self._types[wire.type] = (sys.intern(wire.type), wire.type in SURFACE_TYPES)
+        seq = wire.seq
+        time = wire.time
+        if not (0 <= seq <= MAX_SAFE_INTEGER and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER):
+            return self._decode_slow(line, expected_seq)
+        surface_op = wire.surfaceOp
+        sources = wire.sourceEventSeqs
+        if known[1]:
+            if surface_op is None:
+                raise MalformedRecord(INVALID_ENVELOPE, f'surface type "{wire.type}" lacks surfaceOp')
+            if surface_op.__class__ is ReplaceOp or sources is not None:
+                # Rare (deepseek-harness compaction, provenance): check the exact shapes.
+                return self._decode_slow(line, expected_seq)
+        elif surface_op is not None or sources is not None:
+            return self._decode_slow(line, expected_seq)
+        if seq != expected_seq:
+            raise MalformedRecord(SEQ_GAP, f"expected {expected_seq}, got {seq}")
+        return [Event(known[0], seq, time, wire.data, surface_op, sources, wire.ignorable)]
+
+    def _decode_slow(self, line: bytes, expected_seq: int) -> list[Event]:
+        # Precise diagnosis of a record the fast path could not accept as it stands.
+        try:
+            obj = _ANY.decode(line)
+        except msgspec.DecodeError as exc:
+            raise MalformedRecord(UNPARSABLE, f"invalid JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise MalformedRecord(UNPARSABLE, f"not a JSON object ({type(obj).__name__})")
+        if obj.get("type") in ROW_TYPES:
+            return self._expand_row(line, expected_seq)
+        check_envelope(obj)
+        if obj["seq"] != expected_seq:
+            raise MalformedRecord(SEQ_GAP, f"expected {expected_seq}, got {obj['seq']}")
+        wire = _WIRE_EVENT.decode(line)
+        known = self._types.get(wire.type)
+        if known is None:
+            known = self._types[wire.type] = (sys.intern(wire.type), wire.type in SURFACE_TYPES)
+        return [
+            Event(
+                known[0],
+                wire.seq,
+                wire.time,
+                wire.data,
+                wire.surfaceOp,
+                wire.sourceEventSeqs,
+                wire.ignorable,
+            )
+        ]
+
+    def _expand_row(self, line: bytes, expected_seq: int) -> list[Event]:
+        try:
+            envelope = _ROW_ENVELOPE.decode(line)
+            tag = envelope.type
+            if not _is_seq_int(envelope.seq0):
+                raise ValueError(f"seq0 must be a safe integer >= 0, got {_describe(envelope.seq0)}")
+            if not is_safe_int(envelope.time0):
+                raise ValueError(f"time0 must be a safe integer, got {_describe(envelope.time0)}")
+            if tag == "tool-call-chunks":
+                row: _TextRow | _ToolRow = _TOOL_ROW.decode(envelope.data)
+                members = row.args  # type: ignore[union-attr]
+            else:
+                row = _TEXT_ROW.decode(envelope.data)
+                members = row.texts  # type: ignore[union-attr]
+            if not members:
+                raise ValueError("a packed row needs at least one member")
+            if len(row.dt) != len(members) - 1:
+                raise ValueError(f"dt has {len(row.dt)} gaps for {len(members)} members")
+            seq0 = envelope.seq0
+            if seq0 + len(members) - 1 > MAX_SAFE_INTEGER:
+                raise ValueError("the row's last seq is not a safe integer")
+            times = [envelope.time0]
+            for gap in row.dt:
+                if not is_safe_int(gap):
+                    raise ValueError(f"dt holds {gap}, not a safe integer")
+                times.append(times[-1] + gap)
+                if not is_safe_int(times[-1]):
+                    raise ValueError("a running time is not a safe integer")
+        except (msgspec.DecodeError, ValueError) as exc:
+            raise MalformedRecord(UNPARSABLE, f"malformed {_row_tag(line)} row: {exc}") from None
+        if seq0 != expected_seq:
+            raise MalformedRecord(SEQ_GAP, f"expected {expected_seq}, got {seq0}")
+        if isinstance(row, _ToolRow):
+            head: dict[str, Any] = {"type": "tool-call-delta", "index": row.index, "id": row.id}
+            if row.name is not msgspec.UNSET:
+                head["name"] = row.name
+            key = "argumentsDelta"
+        else:
+            head = {"type": "text-delta" if tag == "text-chunks" else "reasoning-delta", "index": row.index}
+            key = "text"
+        chunk_type = sys.intern("assistant/chunk")
+        events = []
+        for k, member in enumerate(members):
+            data = {"turn": row.turn, "step": row.step, "chunk": {**head, key: member}}
+            events.append(Event(chunk_type, seq0 + k, times[k], msgspec.Raw(_ENCODER.encode(data))))
+        return events
+
+
+def _row_tag(line: bytes) -> str:
+    # The row tag of ``line`` for messages (best effort: the row may not have decoded).
+    for tag in ROW_TYPES:
+        if f'"{tag}"'.encode() in line:
+            return tag
+    return "packed"
+
+
+def check_envelope(obj: dict[str, Any]) -> None:
+    """Check an untyped event object against every key and value rule of §3.3 except the seq
+    count; raise ``MalformedRecord(INVALID_ENVELOPE, …)`` naming the first rule broken."""
+
+    def bad(detail: str) -> MalformedRecord:
+        return MalformedRecord(INVALID_ENVELOPE, detail)
+
+    for key in obj:
+        if key not in _EVENT_KEYS:
+            raise bad(f"unknown key {_describe(key)}")
+    for key in ("type", "seq", "time", "data"):
+        if key not in obj:
+            raise bad(f'missing key "{key}"')
+    type_ = obj["type"]
+    if not is_event_type(type_):
+        raise bad(f"invalid type {_describe(type_)}")
+    seq = obj["seq"]
+    if not _is_seq_int(seq):
+        raise bad(f"seq must be a safe integer >= 0, got {_describe(seq)}")
+    if not is_safe_int(obj["time"]):
+        raise bad(f"time must be a safe integer, got {_describe(obj['time'])}")
+    if "ignorable" in obj and obj["ignorable"] is not True:
+        raise bad(f"ignorable must be true when present, got {_describe(obj['ignorable'])}")
+    surface = type_ in SURFACE_TYPES
+    if not surface:
+        for key in ("surfaceOp", "sourceEventSeqs"):
+            if key in obj:
+                raise bad(f'"{type_}" is not a surface type and cannot carry {key}')
+        return
+    if "surfaceOp" not in obj:
+        raise bad(f'surface type "{type_}" lacks surfaceOp')
+    op = obj["surfaceOp"]
+    if isinstance(op, dict):
+        if list(op) != ["op", "start", "end"] or op["op"] != "replace":
+            raise bad(f'surfaceOp replace must be {{"op":"replace","start":S,"end":E}}, got {_describe(op)}')
+        for key in ("start", "end"):
+            if not _is_seq_int(op[key]) or op[key] >= seq:
+                raise bad(f"surfaceOp {key} must be a safe integer >= 0 and < seq, got {_describe(op[key])}")
+    elif op != "append":
+        raise bad(f'surfaceOp must be "append" or a replace object, got {_describe(op)}')
+    if "sourceEventSeqs" in obj:
+        try:
+            _check_sources(obj["sourceEventSeqs"], type_, seq)
+        except ValueError as exc:
+            raise bad(str(exc)) from None
+
+
+def _check_sources(sources: object, type_: str, seq: int) -> None:
+    if not isinstance(sources, (list, tuple)):
+        raise ValueError(f"sourceEventSeqs must be an array, got {_describe(sources)}")
+    if not sources and type_ != "assistant/message":
+        raise ValueError(f'sourceEventSeqs may be empty only on "assistant/message", not on "{type_}"')
+    for item in sources:
+        if not _is_seq_int(item) or item >= seq:
+            raise ValueError(f"sourceEventSeqs items must be safe integers >= 0 and < seq, got {_describe(item)}")
+    if len(set(sources)) != len(sources):
+        raise ValueError("sourceEventSeqs items must be distinct")
+
+
+# --------------------------------------------------------------------------- appending
+
+
+class _NotLossless(Exception):
+    """A value ``data`` cannot carry losslessly; ``str(self)`` says what and where."""
+
+
+def _check_lossless(value: Any, where: str, path_ids: set[int]) -> None:
+    # Walk the value exactly as msgspec will encode it and refuse anything it would change
+    # (NaN → null, int keys → strings) or cannot encode at all.
+    cls = value.__class__
+    if value is None or cls is bool:
+        return
+    if isinstance(value, int):
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise _NotLossless(f"integer {value} at {where} is outside the safe range ±(2**53-1)")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotLossless(f"{value!r} at {where} is not a finite number")
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            raise _NotLossless(f"-0.0 at {where} has no JSON form")
+        return
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _NotLossless(f"string at {where} holds a lone surrogate") from None
+        return
+    if isinstance(value, (list, tuple, dict, msgspec.Struct)):
+        marker = id(value)
+        if marker in path_ids:
+            raise _NotLossless(f"{where} contains itself (a cycle)")
+        path_ids.add(marker)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise _NotLossless(f"key {key!r} at {where} is not a string")
+                _check_lossless(key, f"{where} key", path_ids)
+                _check_lossless(item, f"{where}.{key}", path_ids)
+        elif isinstance(value, msgspec.Struct):
+            for name in value.__struct_fields__:
+                item = getattr(value, name)
+                if item is not msgspec.UNSET:
+                    _check_lossless(item, f"{where}.{name}", path_ids)
+        else:
+            for index, item in enumerate(value):
+                _check_lossless(item, f"{where}[{index}]", path_ids)
+        path_ids.discard(marker)
+        return
+    raise _NotLossless(f"{cls.__name__} at {where} has no JSON form")
+
+
+def _invalid(type: str, detail: str) -> InvalidEvent:
+    return InvalidEvent(f'invalid session event "{type}": {detail}')
+
+
+def build_event(
+    type: str,
+    seq: int,
+    time: int,
+    data: Any,
+    *,
+    surface_op: SurfaceOp | None = None,
+    source_event_seqs: Sequence[int] | None = None,
+    ignorable: bool = False,
+) -> Event:
+    """Validate an event as §3.5 requires and return it with ``data`` encoded once.
+
+    Checks the type shape, the surface rules of §3.3 (surface types need ``surface_op``; replace
+    bounds and ``source_event_seqs`` items are safe integers ``< seq``; a replace lists at least
+    its ``start`` and ``end``) and that ``data`` is losslessly representable as JSON. Raises
+    ``InvalidEvent``; nothing else. Does not refuse ``session/end-seed`` (fork writes it; the
+    live ``Session.append`` refuses it).
+    """
+    if not is_event_type(type):
+        raise InvalidEvent(
+            f"invalid session event type {type!r}: expected lowercase segments joined by '/', "
+            "such as 'tool/call'"
+        )
+    if not _is_seq_int(seq):
+        raise _invalid(type, f"seq must be a safe integer >= 0, got {seq!r}")
+    if not is_safe_int(time):
+        raise _invalid(type, f"time must be a safe integer of epoch ms, got {time!r}")
+    if ignorable is not True and ignorable is not False:
+        raise _invalid(type, f"ignorable must be a bool, got {ignorable!r}")
+    sources: tuple[int, ...] | None = None
+    if type in SURFACE_TYPES:
+        if surface_op is None:
+            raise _invalid(type, 'a surface event needs surface_op ("append" or ReplaceOp)')
+        if isinstance(surface_op, ReplaceOp):
+            for name, bound in (("start", surface_op.start), ("end", surface_op.end)):
+                if not _is_seq_int(bound) or bound >= seq:
+                    raise _invalid(type, f"replace {name} must be a safe integer >= 0 and < seq {seq}, got {bound!r}")
+        elif surface_op != "append":
+            raise _invalid(type, f'surface_op must be "append" or ReplaceOp, got {surface_op!r}')
+        if source_event_seqs is not None:
+            if isinstance(source_event_seqs, (str, bytes)) or not isinstance(source_event_seqs, Sequence):
+                raise _invalid(type, f"source_event_seqs must be a sequence of ints, got {source_event_seqs!r}")
+            sources = tuple(source_event_seqs)
+            try:
+                _check_sources(sources, type, seq)
+            except ValueError as exc:
+                raise _invalid(type, str(exc)) from None
+        if isinstance(surface_op, ReplaceOp):
+            shadowed = {surface_op.start, surface_op.end}
+            if sources is None or not shadowed <= set(sources):
+                raise _invalid(type, "a replace must list the nodes it shadows in source_event_seqs")
+    elif surface_op is not None or source_event_seqs is not None:
+        raise _invalid(type, "only user/message, assistant/message and tool/result carry surface_op or source_event_seqs")
+    try:
+        _check_lossless(data, "data", set())
+    except _NotLossless as exc:
+        raise InvalidEvent(f'session event "{type}" carries non-JSON-serializable data: {exc}') from None
+    except RecursionError:
+        raise InvalidEvent(f'session event "{type}" carries non-JSON-serializable data: nested too deeply') from None
+    try:
+        raw = msgspec.Raw(_ENCODER.encode(data))
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise InvalidEvent(f'session event "{type}" carries non-JSON-serializable data: {exc}') from None
+    return Event(sys.intern(type), seq, time, raw, surface_op, sources, ignorable)
