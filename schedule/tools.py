@@ -1,0 +1,412 @@
+"""The model-facing tools ``schedule_create``, ``schedule_list``, ``schedule_delete`` (spec §10).
+
+Each call is one transaction: schema stage, owner check, input checks that need no log, then —
+holding the agent's queue — a preflight barrier, a fold of the session suffix, at most one append
+and its barrier. Results are JSON values (the host renders them with ``compact_json``); every
+Schedule error is such a value, never an exception, except schema violations
+(``InvalidToolArguments``) and cancellation before the append (``trio.Cancelled``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from .create import (
+    _BAD_AFTER,
+    _BAD_EVERY,
+    _TOO_FREQUENT,
+    _prompt,
+    allocate_id,
+    create_after,
+    create_at,
+    create_every,
+)
+from .diagnostics import describe, schedule_logger
+from .errors import InvalidToolArguments, ScheduleInputError, ScheduleLogError
+from .fold import Fold, fold
+from .jsontext import js_trim, safe_int
+from .protocols import AgentPort, Clock, SessionHandle
+from .queue import ScheduleQueue
+from .records import MIN_EVERY_SECONDS, record_to_dict, view
+
+Handler = Callable[..., Awaitable[Any]]
+
+_CREATE_DESCRIPTION = (
+    "Create one reminder in the current session. Supply a non-empty prompt and exactly one "
+    "selector: a positive safe-integer after_seconds delay, at as a strict offset date-time or "
+    "local date/time object, or safe-integer every_seconds of at least 300. Fixed-rate reminders "
+    "stay creation-aligned, skip missed occurrences, and batch one latest occurrence per overdue "
+    "rule. Delivery is session-local: the reminder runs on time only while this session is live "
+    "and otherwise becomes overdue until the session is resumed."
+)
+_LIST_DESCRIPTION = (
+    "List every active reminder in the current session in creation order, including its exact "
+    "id, UTC target, scheduled or overdue state, and session-local delivery mode."
+)
+_DELETE_DESCRIPTION = (
+    "Delete one active reminder in the current session by the exact id returned by "
+    "schedule_create or schedule_list. Unknown or already-finished ids return deleted false."
+)
+
+_CORRUPT = {"code": "corrupt_schedule_log", "message": "The session schedule log is corrupt."}
+_INTERNAL = {"code": "internal_error", "message": "The schedule operation failed."}
+_UNCERTAIN = (
+    "Schedule persistence is uncertain; retry with schedule_list before relying on this result."
+)
+_BAD_DELETE_ID = "schedule_delete id must be non-empty without surrounding whitespace."
+_BAD_SELECTOR = "schedule_create accepts exactly one of after_seconds, at, or every_seconds."
+_CREATE_KEYS = frozenset({"prompt", "after_seconds", "at", "every_seconds"})
+_SELECTORS = ("after_seconds", "at", "every_seconds")
+_LOCAL_AT_KEYS = frozenset({"date", "time", "time_zone"})
+_CHANGE_TYPE = "schedule/change"
+
+
+def _create_parameters() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "prompt": {
+                "type": "string",
+                "description": "Reminder content to present when the target becomes due.",
+            },
+            "after_seconds": {
+                "type": "number",
+                "description": "Positive safe-integer delay in seconds.",
+            },
+            "every_seconds": {
+                "type": "number",
+                "description": "Fixed-rate safe-integer interval in seconds, at least 300.",
+            },
+            "at": {
+                "oneOf": [
+                    {"type": "string"},
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "date": {"type": "string"},
+                            "time": {"type": "string"},
+                            "time_zone": {"type": "string"},
+                        },
+                        "required": ["date", "time", "time_zone"],
+                    },
+                ],
+                "description": "Absolute target as strict offset RFC 3339 or local date/time "
+                "with an explicit IANA zone.",
+            },
+        },
+        "required": ["prompt"],
+    }
+
+
+def _list_parameters() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
+
+
+def _delete_parameters() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "Exact session-local schedule id."}
+        },
+        "required": ["id"],
+    }
+
+
+def _raw_argument(key: str) -> Callable[[object], object]:
+    def raw(args: object) -> object:
+        return args.get(key) if isinstance(args, dict) else None
+
+    return raw
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolSpec:
+    """One tool as schedule offers it to a host (schedule cannot import host's own type).
+
+    ``handler(args, *, caller)`` returns a JSON value. ``exclusive``: never run concurrently with
+    sibling tool calls. ``title``, ``kind`` and ``raw_input`` (arguments → the raw text worth
+    showing, or ``None``) are presentation hints.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    exclusive: bool = True
+    title: str
+    kind: str
+    raw_input: Callable[[object], object] | None = None
+    handler: Handler
+
+
+class _Answer(Exception):
+    """Ends a transaction early with a tool value (never escapes a handler)."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
+def _uncertain(operation: str, id: str | None = None) -> dict[str, str]:
+    value = {"code": "persistence_uncertain", "message": _UNCERTAIN, "operation": operation}
+    if id is not None:
+        value["id"] = id
+    return value
+
+
+def _is_number(v: object) -> bool:
+    return type(v) is int or type(v) is float
+
+
+def _check_create_schema(args: object) -> dict[str, Any]:
+    if not isinstance(args, dict):
+        raise InvalidToolArguments("$: expected object")
+    if "prompt" not in args:
+        raise InvalidToolArguments('$: missing required property "prompt"')
+    if not isinstance(args["prompt"], str):
+        raise InvalidToolArguments("$.prompt: expected string")
+    for key in ("after_seconds", "every_seconds"):
+        if key in args and not _is_number(args[key]):
+            raise InvalidToolArguments(f"$.{key}: expected number")
+    if "at" in args:
+        at = args["at"]
+        local_ok = (
+            isinstance(at, dict)
+            and at.keys() == _LOCAL_AT_KEYS
+            and all(isinstance(at[k], str) for k in _LOCAL_AT_KEYS)
+        )
+        if not (isinstance(at, str) or local_ok):
+            raise InvalidToolArguments("$.at: must match exactly one of 2 schemas")
+    return args
+
+
+def _precheck_create(args: Mapping[str, Any]) -> None:
+    """The create checks that need no log or clock (§10.5 step 3), in order; a bad ``at`` is
+    left to the constructor (it costs one flush)."""
+    if args.keys() - _CREATE_KEYS or sum(key in args for key in _SELECTORS) != 1:
+        raise ScheduleInputError("invalid_selector", _BAD_SELECTOR)
+    _prompt(args["prompt"])
+    if "after_seconds" in args:
+        seconds = safe_int(args["after_seconds"])
+        if seconds is None or seconds <= 0:
+            raise ScheduleInputError("invalid_rule", _BAD_AFTER)
+    if "every_seconds" in args:
+        seconds = safe_int(args["every_seconds"])
+        if seconds is None:
+            raise ScheduleInputError("invalid_rule", _BAD_EVERY)
+        if seconds < MIN_EVERY_SECONDS:
+            raise ScheduleInputError("frequency_too_high", _TOO_FREQUENT)
+
+
+def _check_delete_schema(args: object) -> str:
+    if not isinstance(args, dict):
+        raise InvalidToolArguments("$: expected object")
+    if "id" not in args:
+        raise InvalidToolArguments('$: missing required property "id"')
+    if not isinstance(args["id"], str):
+        raise InvalidToolArguments("$.id: expected string")
+    return args["id"]
+
+
+class ScheduleTools:
+    """The three schedule tools of one live root agent (spec §10).
+
+    ``session`` is its log, ``owner`` its agent port (any other ``caller`` gets
+    ``internal_error``), ``queue`` the agent's FIFO shared with its runtime, and
+    ``on_durable_change`` is called after every successful barrier (the host passes
+    ``runtime.request_drive``). Barrier counts per call: create 2, list 1, delete 2 (1 when the
+    id is not active), any failure before the queue 0; notifications match successful barriers.
+    """
+
+    def __init__(
+        self,
+        *,
+        session: SessionHandle,
+        owner: AgentPort,
+        clock: Clock,
+        queue: ScheduleQueue,
+        on_durable_change: Callable[[], None],
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self._session = session
+        self._owner = owner
+        self._clock = clock
+        self._queue = queue
+        self._on_durable_change = on_durable_change
+        self._log = schedule_logger(logger)
+
+    def specs(self) -> tuple[ToolSpec, ToolSpec, ToolSpec]:
+        """``schedule_create``, ``schedule_list``, ``schedule_delete``, in that order."""
+        return (
+            ToolSpec(
+                name="schedule_create",
+                description=_CREATE_DESCRIPTION,
+                parameters=_create_parameters(),
+                title="Create reminder",
+                kind="other",
+                raw_input=_raw_argument("prompt"),
+                handler=self.schedule_create,
+            ),
+            ToolSpec(
+                name="schedule_list",
+                description=_LIST_DESCRIPTION,
+                parameters=_list_parameters(),
+                title="List reminders",
+                kind="read",
+                handler=self.schedule_list,
+            ),
+            ToolSpec(
+                name="schedule_delete",
+                description=_DELETE_DESCRIPTION,
+                parameters=_delete_parameters(),
+                title="Delete reminder",
+                kind="other",
+                raw_input=_raw_argument("id"),
+                handler=self.schedule_delete,
+            ),
+        )
+
+    async def schedule_create(self, args: object, *, caller: object) -> Any:
+        """Create one reminder; return its view (§10.5) or a Schedule error value."""
+        checked = _check_create_schema(args)
+        if caller is not self._owner:
+            return dict(_INTERNAL)
+        try:
+            _precheck_create(checked)
+        except ScheduleInputError as exc:
+            return exc.to_value()
+        async with self._queue:
+            try:
+                await self._preflight("create", None)
+                folded = self._fold("schedule_create")
+                id = allocate_id(folded.seen_ids)
+                record = self._build(id, checked)
+                data = {"version": 1, "operation": "create", "schedule": record_to_dict(record)}
+                return await self._commit(
+                    "schedule_create",
+                    data,
+                    "create",
+                    id,
+                    lambda: view(record, self._sample("schedule_create")),
+                )
+            except _Answer as answer:
+                return answer.value
+
+    async def schedule_list(self, args: object, *, caller: object) -> Any:
+        """Every active reminder's view in create order (§10.6), or a Schedule error value."""
+        if not isinstance(args, dict):
+            raise InvalidToolArguments("$: expected object")
+        if caller is not self._owner:
+            return dict(_INTERNAL)
+        async with self._queue:
+            try:
+                await self._preflight("list", None)
+                folded = self._fold("schedule_list")
+                now = self._sample("schedule_list")
+                return [view(record, now) for record in folded.active]
+            except _Answer as answer:
+                return answer.value
+
+    async def schedule_delete(self, args: object, *, caller: object) -> Any:
+        """Delete one active reminder (§10.7): ``{"id","deleted"[,"code"]}`` or an error value."""
+        id = _check_delete_schema(args)
+        if id == "" or id != js_trim(id):
+            return ScheduleInputError("invalid_rule", _BAD_DELETE_ID).to_value()
+        if caller is not self._owner:
+            return dict(_INTERNAL)
+        async with self._queue:
+            try:
+                await self._preflight("delete", id)
+                folded = self._fold("schedule_delete")
+                if all(record.id != id for record in folded.active):
+                    return {"id": id, "deleted": False, "code": "schedule_not_found"}
+                data = {"version": 1, "operation": "delete", "id": id}
+                return await self._commit(
+                    "schedule_delete", data, "delete", id, lambda: {"id": id, "deleted": True}
+                )
+            except _Answer as answer:
+                return answer.value
+
+    # -- transaction steps (all run while holding the queue) ------------------------------
+
+    async def _preflight(self, operation: str, id: str | None) -> None:
+        """The barrier before any read; notify on success."""
+        try:
+            await self._session.flush()
+        except Exception as exc:
+            self._log.warning("schedule: schedule_%s preflight failed: %s", operation, describe(exc))
+            raise _Answer(_uncertain(operation, id)) from exc
+        self._notify()
+
+    def _fold(self, tool: str) -> Fold:
+        try:
+            return fold(self._session.events, self._session.seed_length)
+        except ScheduleLogError as exc:
+            self._log.warning("schedule: %s found a corrupt schedule log: %s", tool, exc.message)
+            raise _Answer(dict(_CORRUPT)) from exc
+        except Exception as exc:
+            self._log.warning("schedule: %s could not read the session log: %s", tool, describe(exc))
+            raise _Answer(dict(_INTERNAL)) from exc
+
+    def _sample(self, tool: str) -> int:
+        """One wall-clock sample for a view; a clock that raises or returns garbage is internal."""
+        try:
+            now = self._clock.now_ms()
+        except Exception as exc:
+            self._log.warning("schedule: %s could not read the clock: %s", tool, describe(exc))
+            raise _Answer(dict(_INTERNAL)) from exc
+        sample = safe_int(now)
+        if sample is None:
+            self._log.warning("schedule: %s got an unusable clock sample: %r", tool, now)
+            raise _Answer(dict(_INTERNAL))
+        return sample
+
+    def _build(self, id: str, args: Mapping[str, Any]) -> Any:
+        """The record from one clock sample; input errors become their value, nothing stored."""
+        try:
+            now = self._clock.now_ms()
+            if "at" in args:
+                return create_at(id, args["prompt"], args["at"], now)
+            if "after_seconds" in args:
+                return create_after(id, args["prompt"], args["after_seconds"], now)
+            return create_every(id, args["prompt"], args["every_seconds"], now)
+        except ScheduleInputError as exc:
+            raise _Answer(exc.to_value()) from exc
+        except Exception as exc:
+            self._log.warning("schedule: schedule_create failed: %s", describe(exc))
+            raise _Answer(dict(_INTERNAL)) from exc
+
+    async def _commit(
+        self, tool: str, data: dict[str, Any], operation: str, id: str, result: Callable[[], Any]
+    ) -> Any:
+        """Append ``data``, wait for its barrier, notify and return ``result()``.
+
+        A cancellation that arrived earlier is delivered right before the append; from the
+        append to the return everything is shielded, so an appended transaction always reaches
+        its barrier and notification before the queue is released.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        with trio.CancelScope(shield=True):
+            try:
+                self._session.append(_CHANGE_TYPE, data)
+            except Exception as exc:
+                self._log.warning("schedule: %s append failed: %s", tool, describe(exc))
+                raise _Answer(dict(_INTERNAL)) from exc
+            try:
+                await self._session.flush()
+            except Exception as exc:
+                self._log.warning("schedule: %s barrier failed: %s", tool, describe(exc))
+                raise _Answer(_uncertain(operation, id)) from exc
+            self._notify()
+            return result()
+
+    def _notify(self) -> None:
+        try:
+            self._on_durable_change()
+        except Exception as exc:
+            self._log.warning("schedule: durable-change observer failed: %s", describe(exc))
