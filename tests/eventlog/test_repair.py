@@ -1,0 +1,204 @@
+"""eventlog.repair: interrupted-turn closers (spec §7.3, worked examples E4 and E5)."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+import pytest
+
+from eventlog.errors import CorruptLog
+from eventlog.format import Event, build_event
+from eventlog.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, plan_closers
+from eventlog.scan import scan_bytes
+from tests.eventlog.spec_examples import (
+    E1_LINES,
+    E4_CLOSERS,
+    E5_CLOSERS,
+    E5_LINES,
+    NOT_STARTED_TEXT as SPEC_NOT_STARTED,
+    OUTCOME_UNKNOWN_TEXT as SPEC_UNKNOWN,
+    log_bytes,
+)
+
+
+def events_of(lines: list[bytes]) -> list[Event]:
+    return scan_bytes(log_bytes([E1_LINES[0], *lines]))[1]
+
+
+def test_texts_are_the_spec_texts() -> None:
+    assert NOT_STARTED_TEXT == SPEC_NOT_STARTED
+    assert OUTCOME_UNKNOWN_TEXT == SPEC_UNKNOWN
+
+
+def test_balanced_log_needs_no_closers() -> None:
+    assert plan_closers(events_of(E1_LINES[1:]), "/p") == (None, ())
+    assert plan_closers([], "/p") == (None, ())
+    assert plan_closers(events_of([b'{"type":"a/b","seq":0,"time":1,"data":null}']), "/p") == (None, ())
+
+
+def test_e4_closers() -> None:
+    turn, closers = plan_closers(events_of(E1_LINES[1:3]), "/p")
+    assert turn == 1
+    assert [c.to_json() for c in closers] == E4_CLOSERS
+
+
+def test_e5_closers() -> None:
+    turn, closers = plan_closers(events_of([*E1_LINES[1:], *E5_LINES]), "/p")
+    assert turn == 2
+    assert [c.to_json() for c in closers] == E5_CLOSERS
+
+
+def test_open_turn_without_step_gets_only_turn_end() -> None:
+    turn, closers = plan_closers(events_of([*E1_LINES[1:], E5_LINES[0]]), "/p")
+    assert turn == 2
+    assert [c.to_json() for c in closers] == [
+        b'{"type":"turn/end","seq":7,"time":1767265200000,"data":{"turn":2,"reason":{"kind":"interrupted"}}}'
+    ]
+
+
+def _event(seq: int, type_: str, data: object, **kw: object) -> Event:
+    return build_event(type_, seq, 100 + seq, data, **kw)  # type: ignore[arg-type]
+
+
+def _assistant(seq: int, step: int, *ids: str) -> Event:
+    content = [{"type": "text", "text": "t"}] + [
+        {"type": "tool-call", "id": i, "name": "n", "arguments": "{}"} for i in ids
+    ]
+    message = {"id": f"m{seq}", "role": "assistant", "source": {"kind": "model", "provider": "p", "model": "m"}, "content": content}
+    return _event(seq, "assistant/message", {"turn": 1, "step": step, "message": message}, surface_op="append")
+
+
+def _result(seq: int, call_id: str) -> Event:
+    message = {"id": f"r{seq}", "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": []}
+    return _event(seq, "tool/result", {"turn": 1, "step": 1, "message": message}, surface_op="append")
+
+
+def test_pending_calls_follow_the_rules() -> None:
+    events = [
+        _event(0, "turn/start", {"turn": 1}),
+        _event(1, "step/start", {"turn": 1, "step": 1}),
+        _assistant(2, 1, "a", "b"),
+        _event(3, "tool/call", {"turn": 1, "step": 1, "callId": "a", "name": "n", "arguments": "{}"}),
+        _result(4, "a"),
+        _event(5, "step/end", {"turn": 1, "step": 1}),  # clears pending "b"
+        _event(6, "step/start", {"turn": 1, "step": 2}),
+        _assistant(7, 2, "c", "d", "c"),  # a repeated id keeps its first position
+        _event(8, "tool/call", {"turn": 1, "step": 2, "callId": "zzz", "name": "n", "arguments": "{}"}),
+        _event(9, "tool/call", {"turn": 1, "step": 2, "callId": "d", "name": "n", "arguments": "{}"}),
+    ]
+    turn, closers = plan_closers(events, "/p")
+    assert turn == 1
+    assert [json.loads(c.to_json()) for c in closers] == [
+        {
+            "type": "tool/result",
+            "seq": 10,
+            "time": 109,
+            "data": {
+                "turn": 1,
+                "step": 2,
+                "message": {
+                    "id": "interrupted-tool-result-c-10",
+                    "role": "user",
+                    "source": {"kind": "tool", "callId": "c"},
+                    "content": [
+                        {
+                            "type": "tool-result",
+                            "toolCallId": "c",
+                            "isError": True,
+                            "content": [{"type": "text", "text": SPEC_NOT_STARTED}],
+                        }
+                    ],
+                },
+                "error": {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"},
+            },
+            "surfaceOp": "append",
+        },
+        {
+            "type": "tool/result",
+            "seq": 11,
+            "time": 109,
+            "data": {
+                "turn": 1,
+                "step": 2,
+                "message": {
+                    "id": "interrupted-tool-result-d-11",
+                    "role": "user",
+                    "source": {"kind": "tool", "callId": "d"},
+                    "content": [
+                        {
+                            "type": "tool-result",
+                            "toolCallId": "d",
+                            "isError": True,
+                            "content": [{"type": "text", "text": SPEC_UNKNOWN}],
+                        }
+                    ],
+                },
+                "error": {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"},
+            },
+            "surfaceOp": "append",
+            "sourceEventSeqs": [9],
+        },
+        {"type": "step/end", "seq": 12, "time": 109, "data": {"turn": 1, "step": 2}},
+        {"type": "turn/end", "seq": 13, "time": 109, "data": {"turn": 1, "reason": {"kind": "interrupted"}}},
+    ]
+
+
+def test_only_the_last_turn_counts() -> None:
+    events = [
+        _event(0, "turn/start", {"turn": 1}),
+        _event(1, "step/start", {"turn": 1, "step": 1}),
+        _assistant(2, 1, "a"),
+        _event(3, "turn/start", {"turn": 7}),
+    ]
+    turn, closers = plan_closers(events, "/p")
+    assert turn == 7 and [c.type for c in closers] == ["turn/end"]
+
+
+def test_unknown_keys_are_ignored() -> None:
+    events = [
+        _event(0, "turn/start", {"turn": 1, "extra": [1]}),
+        _event(1, "step/start", {"step": 3}),
+        _event(2, "step/end", "anything"),
+        _event(3, "x/y", {"turn": "not read"}),
+    ]
+    turn, closers = plan_closers(events, "/p")
+    assert turn == 1 and [c.type for c in closers] == ["turn/end"]
+
+
+@pytest.mark.parametrize(
+    ("event", "type_"),
+    [
+        (_event(1, "step/start", {"turn": 1}), "step/start"),
+        (_event(1, "step/start", {"step": "1"}), "step/start"),
+        (_event(1, "tool/call", {"callId": 5}), "tool/call"),
+        (_event(1, "tool/result", {"message": {}}, surface_op="append"), "tool/result"),
+        (_event(1, "assistant/message", {"step": 1, "message": {"content": "x"}}, surface_op="append"), "assistant/message"),
+        (_event(1, "assistant/message", {"message": {"content": [{"type": "tool-call", "id": "a"}]}}, surface_op="append"), "assistant/message"),
+        (_event(1, "assistant/message", {"step": 1, "message": {"content": [{"type": "tool-call"}]}}, surface_op="append"), "assistant/message"),
+        (_event(1, "assistant/message", {"step": 1, "message": {"content": [{"id": "a"}]}}, surface_op="append"), "assistant/message"),
+    ],
+)
+def test_malformed_fields_stop_repair(event: Event, type_: str) -> None:
+    with pytest.raises(CorruptLog) as info:
+        plan_closers([_event(0, "turn/start", {"turn": 1}), event], "/logs/p.jsonl")
+    assert str(info.value) == (
+        f'corrupt session log "/logs/p.jsonl": cannot repair interrupted turn: {type_} at seq 1 has malformed data'
+    )
+
+
+def test_malformed_turn_start() -> None:
+    with pytest.raises(CorruptLog, match="turn/start at seq 0 has malformed data"):
+        plan_closers([_event(0, "turn/start", {"turn": True})], "/p")
+
+
+def test_assistant_without_tool_calls_needs_no_step() -> None:
+    events = [
+        _event(0, "turn/start", {"turn": 1}),
+        _event(1, "assistant/message", {"message": {"content": []}}, surface_op="append"),
+    ]
+    assert [c.type for c in plan_closers(events, "/p")[1]] == ["turn/end"]
+    assert msgspec.json.decode(plan_closers(events, "/p")[1][0].data) == {
+        "turn": 1,
+        "reason": {"kind": "interrupted"},
+    }

@@ -1,0 +1,199 @@
+"""eventlog.scan: committed prefix, first defect, the turn/end rule, torn fragments, chunking."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eventlog.errors import CorruptLog, UnsupportedFormat
+from eventlog.format import INVALID_ENVELOPE, SEQ_GAP, UNPARSABLE, Event
+from eventlog.scan import TORN, Scanner, scan_bytes
+from tests.eventlog.spec_examples import E1_LINES, E5_LINES, E9_ROW, log_bytes
+
+E1 = log_bytes(E1_LINES)
+E1_OFFSETS = [0, 109, 178, 256, 452, 714, 790]  # §12 E1
+DAMAGED_4 = b'{"type":"user/message","seq":2,"time":1767261600102,"data":{"id":"msg-1"'
+
+
+def scan_in_chunks(data: bytes, sizes: list[int]) -> tuple[Scanner, list[Event]]:
+    scanner = Scanner("/logs/x.jsonl")
+    events: list[Event] = []
+    pos = 0
+    index = 0
+    while pos < len(data):
+        size = sizes[index % len(sizes)]
+        events += scanner.feed(data[pos : pos + size])
+        pos += size
+        index += 1
+    scanner.finish()
+    return scanner, events
+
+
+def test_e1_clean_scan() -> None:
+    scanner, events = scan_bytes(E1)
+    assert [e.to_json() for e in events] == E1_LINES[1:]
+    assert scanner.next_seq == 6 and scanner.committed_bytes == 887 == scanner.file_bytes
+    assert scanner.defect is None and scanner.dropped_records == 0
+    assert scanner.committed_line == 7
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=300), min_size=1, max_size=8))
+def test_any_chunking_gives_the_same_scan(sizes: list[int]) -> None:
+    data = E1 + b'{"type":"turn/start","seq":6,"ti'
+    scanner, events = scan_in_chunks(data, sizes)
+    assert [e.to_json() for e in events] == E1_LINES[1:]
+    assert scanner.committed_bytes == 887 and scanner.file_bytes == 919
+    assert scanner.defect is not None and scanner.defect.reason == TORN
+    assert (scanner.defect.line, scanner.defect.offset) == (8, 887)
+
+
+def test_e2_torn_fragment_even_if_complete_json() -> None:
+    scanner, events = scan_bytes(E1 + b'{"type":"turn/end","seq":6,"time":1,"data":{}}')
+    assert len(events) == 6 and scanner.committed_bytes == 887
+    assert scanner.defect is not None and scanner.defect.reason == TORN
+    assert scanner.dropped_records == 0
+
+
+def test_e3_committed_corruption() -> None:
+    data = log_bytes([*E1_LINES[:3], DAMAGED_4, *E1_LINES[4:]])
+    with pytest.raises(CorruptLog) as info:
+        scan_bytes(data, "/logs/demo-1.jsonl")
+    assert str(info.value).startswith(
+        'corrupt session log "/logs/demo-1.jsonl": unparsable committed event at line 4, byte 256: '
+    )
+    assert (info.value.line, info.value.offset) == (4, 256)
+
+
+def test_e4_droppable_tail() -> None:
+    scanner, events = scan_bytes(log_bytes([*E1_LINES[:3], DAMAGED_4, *E1_LINES[4:6]]))
+    assert [e.seq for e in events] == [0, 1]
+    assert scanner.committed_bytes == 256
+    assert scanner.file_bytes - scanner.committed_bytes == 411
+    assert scanner.dropped_records == 3
+    assert scanner.defect is not None
+    assert (scanner.defect.line, scanner.defect.offset, scanner.defect.reason) == (4, 256, UNPARSABLE)
+
+
+def test_defective_record_itself_signalling_turn_end_is_corruption() -> None:
+    gap = b'{"type":"turn/end","seq":9,"time":1,"data":{"turn":1}}'
+    with pytest.raises(CorruptLog) as info:
+        scan_bytes(log_bytes([*E1_LINES[:3], gap]), "/l")
+    assert str(info.value) == (
+        'corrupt session log "/l": seq gap in committed region at line 4, byte 256 (expected 2, got 9)'
+    )
+
+
+def test_turn_end_signal_ignores_seq_and_other_keys_but_needs_json_object() -> None:
+    signal = b'{"junk":1,"type":"turn/end"}'
+    with pytest.raises(CorruptLog, match="invalid event envelope at line 8, byte 887: "):
+        scan_bytes(log_bytes([*E1_LINES, b'{"type":"x/y","seq":6,"time":1}', b"garbage", signal]))
+    # A record that merely mentions turn/end is no signal.
+    scanner, _ = scan_bytes(
+        log_bytes([*E1_LINES, b"garbage", b'["turn/end"]', b'{"type":"turn/end"', b'{"data":{"type":"turn/end"}}'])
+    )
+    assert scanner.dropped_records == 4 and scanner.committed_bytes == 887
+
+
+@pytest.mark.parametrize(
+    ("record", "reason"),
+    [
+        (b"", UNPARSABLE),
+        (b"\r", UNPARSABLE),
+        (b'{"type":"a/b","seq":6,"time":1,"data":"\xff"}', UNPARSABLE),
+        (b'{"type":"a/b","seq":6,"time":1,"data":"\xed\xa0\x80"}', UNPARSABLE),  # encoded surrogate
+        (b'{"type":"a/b","seq":6,"time":1,"data":1,"x":2}', INVALID_ENVELOPE),
+        (b'{"type":"a/b","seq":5,"time":1,"data":1}', SEQ_GAP),
+    ],
+)
+def test_defect_reasons(record: bytes, reason: str) -> None:
+    scanner, events = scan_bytes(log_bytes([*E1_LINES, record, E1_LINES[1]]))
+    assert len(events) == 6
+    assert scanner.defect is not None
+    assert (scanner.defect.line, scanner.defect.offset, scanner.defect.reason) == (8, 887, reason)
+    assert scanner.dropped_records == 2
+
+
+def test_invalid_utf8_only_affects_its_own_record_position() -> None:
+    # A non-ASCII chunk whose bad byte sits late: the records before it are kept.
+    good = '{"type":"a/b","seq":%d,"time":1,"data":"é"}'
+    lines = [E1_LINES[0]] + [(good % i).encode() for i in range(5)] + [b'{"type":"a/b","seq":5,"time":1,"data":"\xc3"}']
+    scanner, events = scan_bytes(log_bytes(lines))
+    assert len(events) == 5 and scanner.defect is not None and scanner.defect.reason == UNPARSABLE
+    assert scanner.defect.line == 7
+
+
+def test_cr_lf_records_are_read() -> None:
+    data = b"".join(line + b"\r\n" for line in E1_LINES)
+    scanner, events = scan_bytes(data)
+    assert [e.to_json() for e in events] == E1_LINES[1:]
+    assert scanner.defect is None and scanner.committed_bytes == len(data)
+
+
+def test_record_spanning_many_chunks() -> None:
+    big = b'{"type":"a/b","seq":6,"time":1,"data":"' + b"x" * 3_000_000 + b'"}'
+    data = log_bytes([*E1_LINES, big, b'{"type":"a/b","seq":7,"time":1,"data":null}'])
+    scanner, events = scan_in_chunks(data, [1 << 20])
+    assert [e.seq for e in events] == list(range(8))
+    assert len(bytes(events[6].data)) == 3_000_002
+    assert scanner.committed_bytes == len(data)
+
+
+def test_packed_row_then_events() -> None:
+    head = log_bytes(E1_LINES[:5])  # seqs 0..3
+    data = head + E9_ROW + b"\n" + b'{"type":"a/b","seq":7,"time":1,"data":null}\n'
+    scanner, events = scan_bytes(data)
+    assert [e.seq for e in events] == list(range(8))
+    assert scanner.committed_line == 7 and scanner.committed_bytes == len(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (b"", "empty or header-less session log"),
+        (E1_LINES[0], "empty or header-less session log"),
+        (b"\n", "header line is not valid JSON"),
+        (b"\xff\n", "header line is not valid JSON"),
+        (b"[0]\n", "first line is not a session header"),
+    ],
+)
+def test_header_errors(data: bytes, fragment: str) -> None:
+    with pytest.raises(CorruptLog, match=fragment) as info:
+        scan_bytes(data)
+    assert info.value.line == 1
+
+
+def test_header_errors_win_even_with_a_valid_rest() -> None:
+    with pytest.raises(UnsupportedFormat):
+        scan_bytes(b'{"type":"session","version":2}\n' + log_bytes(E1_LINES[1:]))
+    with pytest.raises(UnsupportedFormat, match="Zstandard"):
+        scan_bytes(b"\x28\xb5\x2f\xfd" + E1)
+
+
+def test_identity_check() -> None:
+    with pytest.raises(CorruptLog, match='requested id "demo-2" does not match header id "demo-1"'):
+        scan_bytes(E1, expected_id="demo-2")
+    scan_bytes(E1, expected_id="demo-1")
+
+
+def test_seed_length_must_fit_the_committed_events() -> None:
+    header = b'{"type":"session","version":0,"id":"c","createdAt":1,"seedLength":6,"delegationDepth":0}'
+    scanner, _ = scan_bytes(log_bytes([header, *E1_LINES[1:]]))
+    assert scanner.header is not None and scanner.header.seed_length == 6
+    with pytest.raises(CorruptLog, match="seedLength 6 exceeds the 5 committed events"):
+        scan_bytes(log_bytes([header, *E1_LINES[1:6]]))
+    # Counted after dropping a tail: the kept events are what counts.
+    with pytest.raises(CorruptLog, match="seedLength"):
+        scan_bytes(log_bytes([header, *E1_LINES[1:6], b"junk"]))
+
+
+def test_resume_from_a_boundary() -> None:
+    first, events = scan_bytes(E1)
+    assert first.header is not None
+    scanner = Scanner(
+        "/x", resume=(first.header, first.committed_bytes, first.committed_line, first.next_seq)
+    )
+    more = scanner.feed(log_bytes(E5_LINES))
+    assert [e.seq for e in more] == list(range(6, 11))
+    assert scanner.committed_bytes == len(E1) + len(log_bytes(E5_LINES))
