@@ -1,0 +1,139 @@
+"""Client zones of the open turn and the display fallback (spec timecontext.md §7, §8.2, §12).
+
+The zone lookup itself is never done here: it belongs to the shared canonicaliser the host
+passes in (``schedule.canonicalize_time_zone``). timecontext keeps only the shape pattern, so its
+first error message can tell a malformed value from an unknown one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .errors import ClientZoneError, TimeContextConfigError
+from .hook import ZoneCanonicalizer
+
+ZONE_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9_+.\-]*(?:/[A-Za-z0-9_+.\-]+)+", re.ASCII)
+"""The shape of an IANA ``Area/Location`` name; use ``fullmatch``."""
+
+_SYSTEM_ZONE_FAILED = "time-context: failed to resolve the system time zone"
+
+
+def has_zone_shape(value: str) -> bool:
+    """True for exactly ``UTC`` or a full match of ``ZONE_SHAPE`` (§12 shape gate)."""
+    return value == "UTC" or ZONE_SHAPE.fullmatch(value) is not None
+
+
+def message_zone(message: Any) -> str | None:
+    """The ``clientTimeZone`` a message contributes (§7.1), or ``None``.
+
+    Only a user source with a string ``rpcId`` and a string ``clientTimeZone`` contributes;
+    readings, plugin messages, sources without ``rpcId`` or without a zone contribute nothing.
+    """
+    if not isinstance(message, Mapping):
+        return None
+    source = message.get("source")
+    if not isinstance(source, Mapping) or source.get("kind") != "user":
+        return None
+    zone = source.get("clientTimeZone")
+    if not isinstance(source.get("rpcId"), str) or not isinstance(zone, str):
+        return None
+    return zone
+
+
+def client_zones(messages: Iterable[Any], canonicalize: ZoneCanonicalizer) -> tuple[str, ...]:
+    """The sorted distinct client zones of the open-turn ``messages`` (§7).
+
+    Each contributed value is checked in message order, before de-duplication, and the first
+    bad one raises ``ClientZoneError``: not ``UTC`` or ``Area/Location`` shaped, refused by
+    ``canonicalize``, or not already canonical. The result is sorted by code point.
+    """
+    zones: set[str] = set()
+    for message in messages:
+        zone = message_zone(message)
+        if zone is None:
+            continue
+        quoted = json.dumps(zone, ensure_ascii=False)
+        if not has_zone_shape(zone):
+            raise ClientZoneError(
+                f"client time zone must be canonical UTC or IANA Area/Location: {quoted}"
+            )
+        try:
+            canonical = canonicalize(zone)
+        except Exception as exc:
+            raise ClientZoneError(f"client time zone is unsupported: {quoted}") from exc
+        if canonical != zone:
+            raise ClientZoneError(f"client time zone must be canonical: {quoted}")
+        zones.add(zone)
+    return tuple(sorted(zones))
+
+
+def _name_from_path(path: str) -> str | None:
+    """§8.2 rule 3: the components after the last ``zoneinfo``, without ``posix``/``right``."""
+    parts = os.path.realpath(path).split("/")
+    if "zoneinfo" not in parts:
+        return None
+    rest = parts[len(parts) - parts[::-1].index("zoneinfo") :]
+    if rest and rest[0] in ("posix", "right"):
+        rest = rest[1:]
+    return "/".join(rest)
+
+
+def _accepted(name: str | None, canonicalize: ZoneCanonicalizer) -> str | None:
+    """The canonical form of ``name``, or ``None`` when it is no accepted zone."""
+    if name is None or not has_zone_shape(name):
+        return None
+    try:
+        return canonicalize(name)
+    except Exception:
+        return None
+
+
+def _sample(
+    environ: Mapping[str, str], localtime_path: str, canonicalize: ZoneCanonicalizer
+) -> str | None:
+    """§8.2 rules 1-3: the process zone, ``None`` for rule 4, or raise when ``TZ`` fails."""
+    if "TZ" in environ:
+        value = environ["TZ"]
+        if value == "":
+            return "UTC"
+        value = value.removeprefix(":")
+        name = _name_from_path(value) if value.startswith("/") else value
+        zone = _accepted(name, canonicalize)
+        if zone is None:
+            raise TimeContextConfigError(_SYSTEM_ZONE_FAILED)
+        return zone
+    if os.path.islink(localtime_path):
+        return _accepted(_name_from_path(localtime_path), canonicalize)
+    return None
+
+
+def process_zone(
+    environ: Mapping[str, str], localtime_path: str, canonicalize: ZoneCanonicalizer
+) -> str:
+    """The process's canonical zone, for display only (§8.2).
+
+    ``TZ`` wins when set (empty means ``UTC``; one leading ``:`` is dropped; an absolute path
+    names the zone after its last ``zoneinfo`` component); a ``TZ`` that names no accepted zone
+    raises ``TimeContextConfigError``. Without ``TZ``, a symbolic link at ``localtime_path``
+    names the zone when ``canonicalize`` accepts it. Otherwise the result is ``UTC``.
+    """
+    zone = _sample(environ, localtime_path, canonicalize)
+    return "UTC" if zone is None else zone
+
+
+def sampled_zone(
+    environ: Mapping[str, str], localtime_path: str, canonicalize: ZoneCanonicalizer
+) -> str | None:
+    """The process zone by rules 1-3 of §8.2 only, or ``None``.
+
+    ``None`` wherever ``process_zone`` would fall back to ``UTC`` or raise, so a client that
+    sends its own zone never passes a default off as the user's.
+    """
+    try:
+        return _sample(environ, localtime_path, canonicalize)
+    except TimeContextConfigError:
+        return None
