@@ -1,0 +1,61 @@
+"""eventlog: the durable JSONL session log of turnlog (spec eventlog.md).
+
+One append-only file per session is the only authority for that session. This package owns
+its format, the store (create, open, fork, list, inspect, delete), the live ``Session`` handle
+with group-committed durability, crash repair and the read-only readers. The history fold is
+``eventlog.surface.fold``; the core vocabulary is ``eventlog.vocab``.
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    CorruptLog,
+    EventLogError,
+    ForkError,
+    InvalidEvent,
+    InvalidSessionId,
+    PersistenceError,
+    SessionBusy,
+    SessionClosed,
+    SessionExists,
+    SessionNotFound,
+    SurfaceError,
+    UnsupportedFormat,
+)
+from .format import Clock, Event, ReplaceOp, SessionHeader, SurfaceOp, SystemClock
+from .reader import Defect, LogSnapshot, Repair, iter_events, read_header, read_log, tail
+from .session import Session
+from .store import SessionInfo, SessionRootError, SessionStore, default_root
+
+__all__ = [
+    "Clock",
+    "CorruptLog",
+    "Defect",
+    "Event",
+    "EventLogError",
+    "ForkError",
+    "InvalidEvent",
+    "InvalidSessionId",
+    "LogSnapshot",
+    "PersistenceError",
+    "ReplaceOp",
+    "Repair",
+    "Session",
+    "SessionBusy",
+    "SessionClosed",
+    "SessionExists",
+    "SessionHeader",
+    "SessionInfo",
+    "SessionNotFound",
+    "SessionRootError",
+    "SessionStore",
+    "SurfaceError",
+    "SurfaceOp",
+    "SystemClock",
+    "UnsupportedFormat",
+    "default_root",
+    "iter_events",
+    "read_header",
+    "read_log",
+    "tail",
+]

@@ -1,0 +1,590 @@
+"""The live session handle and its writer task (spec eventlog.md §5.4, §6).
+
+``Session.append`` commits an event to memory at once (no I/O, no await). A per-session writer
+task turns pending events into write batches — one ``pwrite`` then one sync — with a fixed
+batching window, group commit and an atomic first publish. ``flush()`` is the durability
+barrier. Sessions are made by ``SessionStore.create`` / ``open``, never directly.
+
+Guarantees (see also the package README):
+
+- ``durable_through`` only grows; every event with ``seq <= durable_through`` has been written
+  and synced (and, for a new file, its directory entry synced).
+- A batch is written at ``good_size``, the size of the durable prefix; after a failed write,
+  sync or truncate the file is cut back to ``good_size`` and the whole batch stays pending, in
+  order, so a retry writes the same bytes and never duplicates or reorders events.
+- ``on_flushed`` is called once per durable batch with a strictly increasing ``through_seq``.
+
+All blocking file work runs in ``trio.to_thread.run_sync`` inside the writer task, which runs in
+a shielded cancel scope and is stopped only by ``aclose()``; so a cancelled waiter never
+interrupts a write, and a cancelled host still persists what it appended.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import math
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import trio
+
+from . import fileio
+from .errors import EventLogError, InvalidEvent, PersistenceError, SessionClosed
+from .format import Clock, Event, SessionHeader, SurfaceOp, build_event
+from .reader import Repair
+
+__all__ = ["Session"]
+
+logger = logging.getLogger("eventlog")
+
+_REENTRANT_APPEND = "session append cannot reenter while another append is being published"
+# errno values with which link(2) says the file system has no hard links.
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
+
+
+class _EventsView(Sequence[Event]):
+    """A read-only view of a session's events (no copy)."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: list[Event]) -> None:
+        self._events = events
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        return self._events[index]
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    def __repr__(self) -> str:
+        return f"<{len(self._events)} events>"
+
+
+class _Attempt:
+    """One write batch, from the moment a flusher asks for it until it is durable or failed."""
+
+    __slots__ = ("wanted", "done", "error")
+
+    def __init__(self) -> None:
+        self.wanted = False  # a flusher waits for it: start it as soon as possible
+        self.done = trio.Event()
+        self.error: PersistenceError | None = None
+
+
+class _Failure(Exception):
+    """A failed file operation inside the writer thread, before it becomes a PersistenceError."""
+
+    def __init__(self, detail: str, cause: OSError | None, *, permanent: bool = False) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.cause = cause
+        self.permanent = permanent
+
+    def error(self, id: str) -> PersistenceError:
+        err = PersistenceError(id, self.detail, permanent=self.permanent)
+        err.__cause__ = self.cause
+        return err
+
+
+def _failed(op: str, cause: OSError) -> _Failure:
+    return _Failure(f"{op} failed: {cause}", cause)
+
+
+def _copy(err: PersistenceError) -> PersistenceError:
+    # Each waiting flusher raises its own instance (tracebacks are per raise).
+    fresh = PersistenceError(err.id, err.detail, permanent=err.permanent)
+    fresh.__cause__ = err.__cause__
+    return fresh
+
+
+def _encode(events: Sequence[Event]) -> bytes:
+    return b"\n".join([event.to_json() for event in events]) + b"\n"
+
+
+class Session:
+    """A session open for writing: its events in memory, appends, and the durability barrier.
+
+    Attributes: ``id``, ``header``, ``path``, ``seed_length`` (``header.seed_length`` or 0),
+    ``recovered`` (the ``Repair`` that ``open`` committed, or ``None``); properties ``events``
+    (read-only view, repair closers included), ``next_seq`` and ``durable_through``.
+    """
+
+    def __init__(
+        self,
+        *,
+        header: SessionHeader,
+        path: Path,
+        clock: Clock,
+        write_delay_ms: int,
+        events: list[Event],
+        fd: int | None,
+        good_size: int,
+        recovered: Repair | None,
+        on_release: Callable[[Session], None],
+    ) -> None:
+        # Built by SessionStore: ``fd`` is None for a session not yet published (create), else
+        # the locked descriptor of its file whose first ``good_size`` bytes are the durable log.
+        self.id = header.id
+        self.header = header
+        self.path = path
+        self.seed_length = header.seed_length or 0
+        self.recovered = recovered
+        self._clock = clock
+        self._delay = write_delay_ms / 1000
+        self._events = events
+        self._view = _EventsView(events)
+        self._durable_through = len(events) - 1
+        self._unbatched_from = len(events)  # first seq neither durable nor in flight
+        self._header_line = header.to_json() + b"\n"
+        self._on_release = on_release
+        # file state, touched only by the writer (and open's repair) in worker threads
+        self._fd = fd
+        self._good_size = good_size
+        self._dirty = False  # the file may be longer than good_size
+        self._tmp: Path | None = None  # temp name of a publish not yet complete
+        self._awaiting_dir_sync = False  # linked under its final name; directory not yet synced
+        self._published_end = 0  # end seq (exclusive) of the events the publish wrote
+        # writer coordination
+        self._deadline = math.inf  # end of the current batching window (trio time)
+        self._paused = False  # background writes pause after a failure
+        self._warned = False  # a background failure has been logged since the last success
+        self._next = _Attempt()  # the batch that starts next
+        self._in_flight: _Attempt | None = None
+        self._wake = trio.Event()
+        self._writer_started = False
+        self._writer_done = trio.Event()
+        self._stopping = False
+        self._closed = False
+        self._released = trio.Event()
+        self._failure: PersistenceError | None = None  # permanent failure
+        self._publishing = False  # an append is calling its observers
+        self._event_observers: list[Callable[[Session, Event], None]] = []
+        self._flushed_observers: list[Callable[[Session, int], None]] = []
+        self._guards: dict[str, list[Callable[[Session, Any], None]]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id!r} next_seq={self.next_seq} durable_through={self.durable_through}>"
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return self._view
+
+    @property
+    def next_seq(self) -> int:
+        return len(self._events)
+
+    @property
+    def durable_through(self) -> int:
+        return self._durable_through
+
+    # ----------------------------------------------------------------------------- appending
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        surface_op: SurfaceOp | None = None,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
+    ) -> Event:
+        """Validate and commit one event to memory, wake the writer, notify ``on_event``
+        observers; return the event. Never does I/O and never awaits.
+
+        Raises ``InvalidEvent`` (§3.5; ``session/end-seed`` is written only by fork),
+        ``SessionClosed``, the session's ``PersistenceError`` after a permanent failure, an
+        append guard's exception unchanged, or ``EventLogError`` when called from an observer.
+        On any error nothing is committed.
+        """
+        if self._closed:
+            raise SessionClosed(self.id)
+        if self._failure is not None:
+            raise self._failure
+        if self._publishing:
+            raise EventLogError(_REENTRANT_APPEND)
+        if type == "session/end-seed":
+            raise InvalidEvent('session event "session/end-seed" is written only by fork')
+        seq = len(self._events)
+        event = build_event(
+            type,
+            seq,
+            self._clock.now_ms(),
+            data,
+            surface_op=surface_op,
+            source_event_seqs=source_event_seqs,
+            ignorable=ignorable,
+        )
+        self._publishing = True
+        try:
+            for guard in tuple(self._guards.get(type, ())):
+                guard(self, data)
+            self._events.append(event)
+            if seq == self._unbatched_from or self._paused:
+                # The pending buffer just became non-empty (or retries resume): a new window.
+                self._paused = False
+                self._deadline = trio.current_time() + self._delay
+                self._wake.set()
+            for observer in tuple(self._event_observers):
+                try:
+                    observer(self, event)
+                except Exception:
+                    logger.exception('on_event observer of session "%s" failed', self.id)
+        finally:
+            self._publishing = False
+        return event
+
+    def on_event(self, cb: Callable[[Session, Event], None]) -> Callable[[], None]:
+        """Call ``cb(session, event)`` after each append; returns the unsubscribe callable."""
+        return _subscribe(self._event_observers, cb)
+
+    def on_flushed(self, cb: Callable[[Session, int], None]) -> Callable[[], None]:
+        """Call ``cb(session, through_seq)`` once per durable batch; returns the unsubscribe
+        callable."""
+        return _subscribe(self._flushed_observers, cb)
+
+    def add_append_guard(
+        self, type: str, guard: Callable[[Session, Any], None]
+    ) -> Callable[[], None]:
+        """Have ``append`` call ``guard(session, data)`` for events of ``type`` after the
+        envelope checks and before the commit; an exception refuses the event. Returns the
+        callable that removes the guard."""
+        return _subscribe(self._guards.setdefault(type, []), guard)
+
+    # ----------------------------------------------------------------------------- barrier
+
+    async def flush(self) -> int:
+        """Wait until every event appended before the call is durable; return ``through_seq``
+        (>= the last seq appended before the call; ``-1`` for a session without events).
+
+        Returns at once, without I/O, if those events are already durable. Otherwise waits for
+        the write in flight, then for a batch started after the call; at most one new attempt
+        is made per call, and its failure raises ``PersistenceError``. Cancelling cancels only
+        the wait. Raises ``SessionClosed`` after ``aclose``.
+        """
+        if self._closed:
+            raise SessionClosed(self.id)
+        return await self._flush()
+
+    async def _flush(self) -> int:
+        if self._failure is not None:
+            raise self._failure
+        target = len(self._events) - 1
+        if target <= self._durable_through:
+            return self._durable_through
+        following = self._next  # any batch that starts after this moment serves this call
+        in_flight = self._in_flight
+        if in_flight is not None:
+            await in_flight.done.wait()
+            if self._durable_through >= target:
+                return self._durable_through
+            if self._failure is not None:
+                raise self._failure
+        following.wanted = True
+        self._paused = False
+        self._wake.set()
+        await following.done.wait()
+        if following.error is not None:
+            raise following.error if following.error.permanent else _copy(following.error)
+        if self._durable_through < target:
+            raise SessionClosed(self.id)  # the writer stopped without writing (closed)
+        return self._durable_through
+
+    async def aclose(self) -> None:
+        """Stop admitting appends, flush inside a shielded cancel scope, stop the writer,
+        release the lock and close the descriptor. If the final flush fails, raises
+        ``PersistenceError`` after releasing everything (the unflushed events are lost with
+        the handle). Idempotent: a later call waits for the first to finish and returns."""
+        if self._closed:
+            with trio.CancelScope(shield=True):
+                await self._released.wait()
+            return
+        self._closed = True
+        error: PersistenceError | None = None
+        with trio.CancelScope(shield=True):
+            try:
+                if len(self._events) - 1 > self._durable_through:
+                    await self._flush()
+            except PersistenceError as exc:
+                error = exc
+            finally:
+                self._stopping = True
+                self._wake.set()
+                if self._writer_started:
+                    await self._writer_done.wait()
+                self._release()
+        if error is not None:
+            raise error
+
+    def _release(self) -> None:
+        try:
+            if self._fd is not None:
+                fd, self._fd = self._fd, None
+                fileio.close(fd)  # drops the flock
+            if self._tmp is not None:
+                _discard(self._tmp)
+        finally:
+            self._on_release(self)
+            self._released.set()
+
+    # ----------------------------------------------------------------------------- writer
+
+    async def _run_writer(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The writer task; started by the store in the session's nursery, stopped by aclose."""
+        with trio.CancelScope(shield=True):
+            self._writer_started = True
+            task_status.started()
+            try:
+                await self._writer_loop()
+            finally:
+                self._writer_done.set()
+                self._next.done.set()  # release anyone still waiting: flush sees it as closed
+
+    async def _writer_loop(self) -> None:
+        while True:
+            following = self._next
+            pending = self._unbatched_from < len(self._events)
+            if self._failure is not None:
+                if following.wanted:
+                    self._next = _Attempt()
+                    following.error = self._failure
+                    following.done.set()
+                    continue
+            elif pending and (following.wanted or self._window_expired()):
+                await self._write_attempt()
+                continue
+            elif following.wanted:
+                # Nothing left to write (a previous batch already covered it).
+                self._next = _Attempt()
+                following.done.set()
+                continue
+            if self._stopping:
+                return
+            background = pending and self._delay > 0 and not self._paused
+            self._wake = trio.Event()
+            with trio.move_on_at(self._deadline if background else math.inf):
+                await self._wake.wait()
+
+    def _window_expired(self) -> bool:
+        return self._delay > 0 and not self._paused and trio.current_time() >= self._deadline
+
+    async def _write_attempt(self) -> None:
+        attempt = self._next
+        self._next = _Attempt()
+        self._in_flight = attempt
+        start, end = self._unbatched_from, len(self._events)
+        batch = self._events[start:end]
+        self._unbatched_from = end
+        try:
+            durable_end, failure = await trio.to_thread.run_sync(self._persist, start, batch)
+            if durable_end - 1 > self._durable_through:
+                self._durable_through = durable_end - 1
+                self._warned = False
+                for observer in tuple(self._flushed_observers):
+                    try:
+                        observer(self, self._durable_through)
+                    except Exception:
+                        logger.exception('on_flushed observer of session "%s" failed', self.id)
+            if failure is not None:
+                self._unbatched_from = durable_end  # the batch stays pending, ahead of newer events
+                self._paused = True
+                err = attempt.error = failure.error(self.id)
+                if failure.permanent:
+                    self._failure = err
+                if not attempt.wanted and not self._warned:
+                    self._warned = True
+                    logger.warning(
+                        'background write for session "%s" failed (buffered events retained): %s',
+                        self.id,
+                        failure.detail,
+                    )
+        finally:
+            self._in_flight = None
+            attempt.done.set()
+
+    # ----------------------------------------------------------------------------- file work
+    # Blocking; run in a worker thread by the writer (or by the store during open), never
+    # concurrently with each other.
+
+    def _persist(self, start: int, batch: list[Event]) -> tuple[int, _Failure | None]:
+        """Make ``batch`` (seqs ``start``…) durable. Returns the first seq that is not durable
+        afterwards and the failure that stopped it, if any."""
+        end = start + len(batch)
+        durable = start
+        try:
+            if self._fd is None:
+                self._publish(self._header_line + _encode(batch))
+                self._published_end = end
+            if self._awaiting_dir_sync:
+                self._finish_publish()
+                durable = self._published_end
+            if durable < end:
+                self._write(_encode(batch[durable - start :]))
+                durable = end
+        except _Failure as failure:
+            return durable, failure
+        return durable, None
+
+    def _publish(self, payload: bytes) -> None:
+        """§6.3 steps 1–4: root, locked temp file, header and batch, sync, link."""
+        root = self.path.parent
+        try:
+            fileio.make_dirs(root)
+        except OSError as exc:
+            raise _failed(f'creating the session root "{root}"', exc) from None
+        tmp = root / f"{self.path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = fileio.open_new(tmp)
+        except OSError as exc:
+            raise _failed("creating the temp file", exc) from None
+        op = "lock"
+        try:
+            fileio.lock(fd)
+            op = "write"
+            fileio.pwrite(fd, payload, 0)
+            op = "sync"
+            fileio.sync(fd)
+            op = "link"
+            fileio.link(tmp, self.path)
+        except OSError as exc:
+            _close_quietly(fd)
+            _discard(tmp)
+            if isinstance(exc, FileExistsError):
+                raise _Failure(
+                    f'another process published session "{self.id}" first', exc, permanent=True
+                ) from None
+            if op == "link" and exc.errno in _NO_HARD_LINKS:
+                raise _Failure(
+                    f'publishing needs hard links, which the file system of "{root}" does not '
+                    f"support ({exc})",
+                    exc,
+                ) from None
+            raise _failed(op, exc) from None
+        self._fd = fd
+        self._tmp = tmp
+        self._good_size = len(payload)
+        self._awaiting_dir_sync = True
+
+    def _finish_publish(self) -> None:
+        """§6.3 steps 5–6 (and the retry of step 5): check the final name is still this inode,
+        sync the root directory, drop the temp name."""
+        assert self._fd is not None
+        self._check_file()
+        try:
+            fileio.sync_dir(self.path.parent)
+        except OSError as exc:
+            raise _failed("directory sync", exc) from None
+        self._awaiting_dir_sync = False
+        if self._tmp is not None:
+            _discard(self._tmp)  # best effort: a leftover is a harmless second name
+            self._tmp = None
+
+    def _check_file(self) -> None:
+        assert self._fd is not None
+        try:
+            own = fileio.fstat(self._fd)
+            if own.st_nlink == 0:
+                raise _Failure(
+                    f'session file "{self.path}" was removed while the session was open',
+                    None,
+                    permanent=True,
+                )
+            try:
+                named = fileio.lstat(self.path)
+            except FileNotFoundError:
+                named = None
+        except OSError as exc:
+            raise _failed("stat", exc) from None
+        if named is None or (named.st_dev, named.st_ino) != (own.st_dev, own.st_ino):
+            raise _Failure(
+                f'session file "{self.path}" was removed or replaced while the session was open',
+                None,
+                permanent=True,
+            )
+
+    def _write(self, data: bytes) -> None:
+        """§6.2: write ``data`` at ``good_size`` and sync; on failure cut back to
+        ``good_size`` (best effort, synced) and raise."""
+        assert self._fd is not None
+        fd = self._fd
+        self._check_file()
+        op = "truncate"
+        try:
+            if self._dirty:
+                fileio.truncate(fd, self._good_size)
+                self._dirty = False
+            op = "write"
+            self._dirty = True
+            fileio.pwrite(fd, data, self._good_size)
+            op = "sync"
+            fileio.sync(fd)
+        except OSError as exc:
+            self._roll_back()
+            raise _failed(op, exc) from None
+        self._good_size += len(data)
+        self._dirty = False
+
+    def _roll_back(self) -> None:
+        assert self._fd is not None
+        try:
+            fileio.truncate(self._fd, self._good_size)
+            fileio.sync(self._fd)
+            self._dirty = False
+        except OSError:
+            self._dirty = True  # truncated before the next write
+
+    def _recover(self, truncate: bool, closers: Sequence[Event]) -> None:
+        """Commit open's repair (§7.4) under the lock: cut the tail back to ``good_size`` and
+        sync, or just sync once (a crashed writer may have left unsynced bytes); then write the
+        closers as one synced batch. Raises ``PersistenceError``."""
+        assert self._fd is not None
+        op = "truncate"
+        try:
+            if truncate:
+                fileio.truncate(self._fd, self._good_size)
+            op = "sync"
+            fileio.sync(self._fd)
+            if closers:
+                self._write(_encode(closers))
+        except OSError as exc:
+            raise _failed(op, exc).error(self.id) from None
+        except _Failure as failure:
+            raise failure.error(self.id) from None
+        self._events.extend(closers)
+        self._unbatched_from = len(self._events)
+        self._durable_through = len(self._events) - 1
+
+
+def _subscribe(registry: list[Any], item: Any) -> Callable[[], None]:
+    registry.append(item)
+
+    def remove() -> None:
+        try:
+            registry.remove(item)
+        except ValueError:
+            pass  # already removed
+
+    return remove
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        fileio.close(fd)
+    except OSError:
+        pass
+
+
+def _discard(path: Path) -> None:
+    try:
+        fileio.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,617 @@
+"""The session store: one ``<root>/<id>.jsonl`` file per session (spec eventlog.md §4, §5.3,
+§7.4, §8).
+
+``SessionStore`` creates, opens, forks, lists, inspects and deletes sessions. Blocking file work
+runs in ``trio.to_thread.run_sync``; every durable effect goes through ``eventlog.fileio``.
+
+One writer per file: a live session's descriptor holds an exclusive ``flock``, and the store
+also refuses ids it has open (or is creating, opening, forking into or deleting) itself. A store
+is used from one ``trio.run`` and is not thread-safe.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import secrets
+import stat
+import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from pathlib import Path
+
+import msgspec
+import trio
+
+from . import fileio
+from .errors import (
+    CorruptLog,
+    ForkError,
+    PersistenceError,
+    SessionBusy,
+    SessionExists,
+    SessionNotFound,
+    UnsupportedFormat,
+)
+from .format import (
+    MAX_SAFE_INTEGER,
+    Clock,
+    Event,
+    SessionHeader,
+    SystemClock,
+    build_event,
+    check_session_id,
+)
+from .reader import LogSnapshot, Repair, iter_events, read_header, read_log, read_log_fd
+from .session import Session
+
+__all__ = ["SessionInfo", "SessionStore", "SessionRootError", "default_root"]
+
+logger = logging.getLogger("eventlog")
+
+_HEADER_LIMIT = 1 << 20
+_CHILD_CHUNK = 1 << 20
+
+
+def default_root() -> Path:
+    """The store root when none is given (§4.1), first match wins: ``$TURNLOG_HOME/sessions``
+    (a relative value is made absolute now); ``$XDG_DATA_HOME/turnlog/sessions`` (ignored
+    unless absolute); ``~/.local/share/turnlog/sessions``. Empty variables count as unset."""
+    home = os.environ.get("TURNLOG_HOME")
+    if home:
+        return Path(os.path.abspath(home)) / "sessions"
+    data = os.environ.get("XDG_DATA_HOME")
+    if data and os.path.isabs(data):
+        return Path(data) / "turnlog" / "sessions"
+    return Path.home() / ".local" / "share" / "turnlog" / "sessions"
+
+
+class SessionInfo(msgspec.Struct, frozen=True):
+    """One store file as ``list`` sees it: its header, or the problem that hides it."""
+
+    id: str
+    path: Path
+    size: int
+    header: SessionHeader | None
+    problem: str | None
+
+
+class SessionRootError(PersistenceError):
+    """The store root cannot be created or is not a writable directory (``ensure_root``)."""
+
+    def __init__(self, root: Path, detail: str) -> None:
+        Exception.__init__(self, f'cannot use session root "{root}": {detail}')
+        self.id = ""
+        self.root = root
+        self.detail = detail
+        self.permanent = False
+
+
+class SessionStore:
+    """Sessions stored as ``<root>/<id>.jsonl``.
+
+    ``root`` defaults to ``default_root()`` and is made absolute; ``clock`` (default
+    ``SystemClock()``) stamps headers and events; ``write_delay_ms`` (an int in 0..60000) is
+    every session's batching window (§6.1).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        write_delay_ms: int = 5,
+    ) -> None:
+        if type(write_delay_ms) is not int or not 0 <= write_delay_ms <= 60000:
+            raise ValueError(f"write_delay_ms must be an int in 0..60000, got {write_delay_ms!r}")
+        self.root = Path(os.path.abspath(root)) if root is not None else default_root()
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._write_delay_ms = write_delay_ms
+        # ids this store has open for writing; None marks an id being created, opened,
+        # forked into or deleted
+        self._live: dict[str, Session | None] = {}
+
+    def __repr__(self) -> str:
+        return f"SessionStore({str(self.root)!r})"
+
+    def path(self, id: str) -> Path:
+        """``<root>/<id>.jsonl``; raises ``InvalidSessionId`` first. No I/O."""
+        return self.root / f"{check_session_id(id)}.jsonl"
+
+    # ----------------------------------------------------------------------------- live sessions
+
+    def create(
+        self, *, id: str | None = None, cwd: str | None = None
+    ) -> AbstractAsyncContextManager[Session]:
+        """A new session (``id`` defaults to a UUID4; ``cwd`` is made absolute).
+
+        Entering raises ``SessionExists`` if the file exists or the id is open in this store.
+        ``createdAt`` is the clock's now. Nothing is written before the first durable batch,
+        which publishes the file atomically (§6.3). On exit the session is closed (``aclose``).
+        """
+        sid = check_session_id(str(uuid.uuid4()) if id is None else id)
+        return self._create(sid, None if cwd is None else os.path.abspath(cwd))
+
+    @asynccontextmanager
+    async def _create(self, id: str, cwd: str | None) -> AsyncIterator[Session]:
+        path = self.path(id)
+        with self._reserve(id, SessionExists):
+            if await trio.to_thread.run_sync(os.path.lexists, path):
+                raise SessionExists(id)
+            header = SessionHeader(id=id, created_at=self._clock.now_ms(), cwd=cwd)
+            session = self._session(header, path, events=[], fd=None, good_size=0, repair=None)
+        async with self._running(session) as live:
+            yield live
+
+    def open(self, id: str) -> AbstractAsyncContextManager[Session]:
+        """An existing session, for writing.
+
+        Entering raises ``SessionNotFound``, ``SessionBusy`` (lock held here or elsewhere),
+        ``CorruptLog``/``UnsupportedFormat`` (checked through the locked descriptor), or
+        ``PersistenceError`` (I/O). It commits the repair of §7.4 exactly once (logged at
+        WARNING and kept in ``session.recovered``) and syncs the file once, so every event in
+        ``session.events`` is durable. On exit the session is closed (``aclose``).
+        """
+        return self._open(check_session_id(id))
+
+    @asynccontextmanager
+    async def _open(self, id: str) -> AsyncIterator[Session]:
+        path = self.path(id)
+        with self._reserve(id, SessionBusy):
+            fd, snapshot = await trio.to_thread.run_sync(_open_locked, id, path)
+            try:
+                repair = snapshot.repair
+                session = self._session(
+                    snapshot.header,
+                    path,
+                    events=list(snapshot.events),
+                    fd=fd,
+                    good_size=snapshot.committed_bytes,
+                    repair=repair,
+                )
+                await trio.to_thread.run_sync(
+                    session._recover,
+                    snapshot.file_bytes > snapshot.committed_bytes,
+                    repair.closers if repair is not None else (),
+                )
+            except BaseException:
+                fileio.close(fd)
+                raise
+            if repair is not None:
+                logger.warning('session "%s": repaired on open: %s', id, describe_repair(repair))
+        async with self._running(session) as live:
+            yield live
+
+    def _session(
+        self,
+        header: SessionHeader,
+        path: Path,
+        *,
+        events: list[Event],
+        fd: int | None,
+        good_size: int,
+        repair: Repair | None,
+    ) -> Session:
+        session = Session(
+            header=header,
+            path=path,
+            clock=self._clock,
+            write_delay_ms=self._write_delay_ms,
+            events=events,
+            fd=fd,
+            good_size=good_size,
+            recovered=repair,
+            on_release=self._release,
+        )
+        self._live[header.id] = session
+        return session
+
+    def _release(self, session: Session) -> None:
+        if self._live.get(session.id) is session:
+            del self._live[session.id]
+
+    @asynccontextmanager
+    async def _running(self, session: Session) -> AsyncIterator[Session]:
+        # The writer runs in this nursery; whatever ends the block, aclose flushes (shielded),
+        # stops the writer and releases the file.
+        async with trio.open_nursery() as nursery:
+            try:
+                await nursery.start(session._run_writer)
+                yield session
+            finally:
+                await session.aclose()
+
+    @contextmanager
+    def _reserve(self, id: str, error: type[Exception]) -> Iterator[None]:
+        # Marks ``id`` as taken by this store while an operation runs. On success an operation
+        # may leave its live session registered in its place; on failure the id is freed.
+        if id in self._live:
+            raise error(id)
+        self._live[id] = None
+        try:
+            yield
+        except BaseException:
+            del self._live[id]
+            raise
+        if self._live.get(id) is None:
+            del self._live[id]
+
+    # ----------------------------------------------------------------------------- fork
+
+    async def fork(
+        self,
+        source: str | os.PathLike[str],
+        *,
+        at: int | None = None,
+        id: str | None = None,
+    ) -> SessionHeader:
+        """Fork ``source`` at boundary ``at`` (inclusive; default: its last event) into a new
+        session ``id`` (default: a UUID4) and return the child's header (§8).
+
+        ``source`` as ``str`` is a session id in this store (used live, flushed first, if open
+        here); an ``os.PathLike`` is any session file, read by path. A cold parent is only
+        read: never locked, repaired or written. Checks run in the order of §8.3
+        (``InvalidSessionId``, ``SessionExists``, ``SessionNotFound``, ``ForkError``); the
+        child is published atomically with one durable write and is not left open.
+        """
+        child = check_session_id(str(uuid.uuid4()) if id is None else id)
+        child_path = self.path(child)
+        if isinstance(source, str):
+            parent_path = self.path(source)  # ids are checked before any file system access
+            expected: str | None = source
+        else:
+            parent_path = Path(os.fspath(source))
+            expected = None
+        with self._reserve(child, SessionExists):
+            if await trio.to_thread.run_sync(os.path.lexists, child_path):
+                raise SessionExists(child)
+            live = self._live.get(source) if expected is not None else None
+            if live is not None and live._closed:
+                live = None  # closing: its file is the authority now
+            if live is not None:
+                await live.flush()
+                events = list(live.events)
+                return await trio.to_thread.run_sync(
+                    self._fork_from_memory, live.header, events, at, child_path
+                )
+            return await trio.to_thread.run_sync(
+                self._fork_from_file, parent_path, expected, at, child_path
+            )
+
+    def _fork_from_memory(
+        self, parent: SessionHeader, events: list[Event], at: int | None, child_path: Path
+    ) -> SessionHeader:
+        _check_at(at, parent.id)
+        boundary = len(events) - 1 if at is None else at
+        return self._write_child(parent, events, boundary, child_path)
+
+    def _fork_from_file(
+        self, path: Path, expected_id: str | None, at: int | None, child_path: Path
+    ) -> SessionHeader:
+        try:
+            parent = read_header(path)
+            if expected_id is not None and parent.id != expected_id:
+                raise CorruptLog(
+                    path,
+                    f'requested id "{expected_id}" does not match header id "{parent.id}"',
+                    line=1,
+                    offset=0,
+                )
+            _check_at(at, parent.id)
+            if at is None:
+                # The boundary is the last event; the header's seedLength needs it before the
+                # child's first byte, so count first (streaming, like the copy below).
+                boundary = sum(1 for _ in iter_events(path)) - 1
+            else:
+                boundary = at
+            return self._write_child(parent, iter_events(path), boundary, child_path)
+        except FileNotFoundError:
+            raise SessionNotFound(expected_id or str(path)) from None
+
+    def _write_child(
+        self,
+        parent: SessionHeader,
+        events: Iterable[Event],
+        boundary: int,
+        child_path: Path,
+    ) -> SessionHeader:
+        """Stream the parent's events into the child's temp file, check the boundary (§8.3
+        steps 4–5, over every eligible event), add the marker and publish (§6.3)."""
+        now = self._clock.now_ms()
+        header = SessionHeader(
+            id=child_path.name[: -len(".jsonl")],
+            created_at=now,
+            cwd=parent.cwd,
+            parent_session=parent.id,
+            seed_length=boundary + 1,
+        )
+        child = _ChildFile(child_path, header.to_json() + b"\n")
+        try:
+            count = 0
+            marker: Event | None = None  # last turn/start or turn/end at or before the boundary
+            last: Event | None = None  # the event at the boundary
+            for event in events:
+                count += 1
+                if event.seq <= boundary:
+                    child.add(event.to_json())
+                    last = event
+                    if event.type == "turn/start" or event.type == "turn/end":
+                        marker = event
+            if boundary >= count:
+                last_seq = "none" if count == 0 else str(count - 1)
+                raise ForkError(
+                    f'fork boundary {boundary} does not exist in session "{parent.id}" '
+                    f"(last seq: {last_seq})",
+                    code="INVALID_BOUNDARY",
+                )
+            if marker is not None and marker.type == "turn/start":
+                raise ForkError(
+                    f'fork boundary {boundary} in session "{parent.id}" ends inside open turn '
+                    f"{_turn_of(marker)}",
+                    code="OPEN_TURN",
+                )
+            if last is None or last.type != "session/end-seed":
+                child.add(build_event("session/end-seed", boundary + 1, now, {}).to_json())
+            child.publish()
+        except BaseException:
+            child.discard()
+            raise
+        return header
+
+    # ----------------------------------------------------------------------------- reading
+
+    async def list(self) -> list[SessionInfo]:
+        """Every store file (``<id>.jsonl`` with a valid id; symlinks reported, not followed),
+        reading only line 1 of each: sorted by ``(created_at, id)``, files with a problem last
+        by id. A missing root lists nothing."""
+        return await trio.to_thread.run_sync(self._list)
+
+    def _list(self) -> list[SessionInfo]:
+        try:
+            entries = os.scandir(self.root)
+        except FileNotFoundError:
+            return []
+        good: list[SessionInfo] = []
+        bad: list[SessionInfo] = []
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if not name.endswith(".jsonl"):
+                    continue
+                sid = name[: -len(".jsonl")]
+                try:
+                    check_session_id(sid)
+                    st = entry.stat(follow_symlinks=False)
+                except (ValueError, FileNotFoundError):
+                    continue
+                path = Path(entry.path)
+                if stat.S_ISLNK(st.st_mode):
+                    bad.append(SessionInfo(sid, path, st.st_size, None, _SYMLINK))
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                header, problem = _list_header(path, sid)
+                info = SessionInfo(sid, path, st.st_size, header, problem)
+                (good if problem is None else bad).append(info)
+        good.sort(key=lambda info: (info.header.created_at, info.id))  # type: ignore[union-attr]
+        bad.sort(key=lambda info: info.id)
+        return good + bad
+
+    async def inspect(self, id: str) -> LogSnapshot:
+        """``read_log(self.path(id), expected_id=id)`` in a thread: never writes or locks.
+        For a session open here it shows only what has been written."""
+        path = self.path(id)
+        try:
+            return await trio.to_thread.run_sync(functools.partial(read_log, path, expected_id=id))
+        except FileNotFoundError:
+            raise SessionNotFound(id) from None
+
+    # ----------------------------------------------------------------------------- deleting
+
+    async def delete(self, id: str) -> None:
+        """Remove session ``id``: take its lock briefly (``SessionBusy`` if held), unlink the
+        file, sync the root. Its forks are independent files and are not touched."""
+        path = self.path(id)
+        with self._reserve(id, SessionBusy):
+            await trio.to_thread.run_sync(_delete, id, path)
+
+    async def ensure_root(self) -> Path:
+        """Create the root now (each missing directory 0700, parents synced) and check it is a
+        writable directory; raises ``SessionRootError`` (a ``PersistenceError``)."""
+        return await trio.to_thread.run_sync(self._ensure_root)
+
+    def _ensure_root(self) -> Path:
+        try:
+            fileio.make_dirs(self.root)
+        except OSError as exc:
+            raise SessionRootError(self.root, str(exc)) from exc
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise SessionRootError(self.root, "the directory is not writable")
+        return self.root
+
+
+# ------------------------------------------------------------------------------- helpers
+
+_SYMLINK = "symbolic link (session files are never followed)"
+
+
+def describe_repair(repair: Repair) -> str:
+    """One line saying what a repair drops and appends."""
+    parts = []
+    if repair.truncate_to is not None:
+        what = f"dropped {repair.dropped_bytes} bytes"
+        if repair.dropped_records:
+            what += f" ({repair.dropped_records} complete records)"
+        what += f" from byte {repair.truncate_to}"
+        if repair.defect is not None:
+            what += f" ({repair.defect.reason} at line {repair.defect.line})"
+        parts.append(what)
+    if repair.closers:
+        first, last = repair.closers[0].seq, repair.closers[-1].seq
+        seqs = f"seq {first}" if first == last else f"seqs {first}-{last}"
+        parts.append(
+            f"closed interrupted turn {repair.open_turn} with {len(repair.closers)} events ({seqs})"
+        )
+    return "; ".join(parts)
+
+
+def _check_at(at: object, parent: str) -> None:
+    if at is not None and not (type(at) is int and 0 <= at <= MAX_SAFE_INTEGER):
+        raise ForkError(
+            f'fork boundary for session "{parent}" must be a non-negative safe integer, got {at!r}',
+            code="INVALID_BOUNDARY",
+        )
+
+
+class _TurnData(msgspec.Struct):
+    turn: object = None
+
+
+def _turn_of(event: Event) -> str:
+    try:
+        turn = msgspec.json.decode(event.data, type=_TurnData).turn
+    except msgspec.DecodeError:
+        turn = None
+    return "?" if turn is None else msgspec.json.encode(turn).decode()
+
+
+def _open_locked(id: str, path: Path) -> tuple[int, LogSnapshot]:
+    """Open ``path`` for writing, lock it, and read it through the locked descriptor."""
+    try:
+        fd = fileio.open_existing(path, writable=True)
+    except (FileNotFoundError, IsADirectoryError):
+        raise SessionNotFound(id) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CorruptLog(path, f"the session file is a {_SYMLINK}") from None
+        raise PersistenceError(id, f"cannot open the session file: {exc}") from exc
+    try:
+        if not stat.S_ISREG(fileio.fstat(fd).st_mode):
+            raise SessionNotFound(id)
+        try:
+            fileio.lock(fd)
+        except BlockingIOError:
+            raise SessionBusy(id) from None
+        if fileio.fstat(fd).st_nlink == 0:
+            raise SessionNotFound(id)  # deleted between our open and our lock
+        try:
+            snapshot = read_log_fd(fd, path, expected_id=id)
+        except OSError as exc:
+            raise PersistenceError(id, f"cannot read the session file: {exc}") from exc
+    except BaseException:
+        fileio.close(fd)
+        raise
+    return fd, snapshot
+
+
+def _delete(id: str, path: Path) -> None:
+    try:
+        fd = fileio.open_existing(path, writable=False)
+    except FileNotFoundError:
+        raise SessionNotFound(id) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CorruptLog(path, f"the session file is a {_SYMLINK}") from None
+        raise PersistenceError(id, f"cannot open the session file: {exc}") from exc
+    try:
+        try:
+            fileio.lock(fd)
+        except BlockingIOError:
+            raise SessionBusy(id) from None
+        own = fileio.fstat(fd)
+        named = fileio.lstat(path)
+        if (own.st_dev, own.st_ino) != (named.st_dev, named.st_ino):
+            raise SessionBusy(id)  # replaced between our open and our lock
+        fileio.unlink(path)
+        fileio.sync_dir(path.parent)
+    except FileNotFoundError:
+        raise SessionNotFound(id) from None
+    except OSError as exc:
+        raise PersistenceError(id, f"delete failed: {exc}") from exc
+    finally:
+        fileio.close(fd)
+
+
+def _list_header(path: Path, id: str) -> tuple[SessionHeader | None, str | None]:
+    """Line 1 of a store file (8 KiB reads until the first LF): its header, or the problem."""
+    try:
+        header = read_header(path, max_bytes=_HEADER_LIMIT)
+    except CorruptLog as exc:
+        return None, exc.detail
+    except UnsupportedFormat as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror}"
+    if header.id != id:
+        return None, f'requested id "{id}" does not match header id "{header.id}"'
+    return header, None
+
+
+class _ChildFile:
+    """A fork child being written: a temp file filled in ~1 MiB pieces, then published."""
+
+    def __init__(self, path: Path, header_line: bytes) -> None:
+        self._path = path
+        self._tmp = path.with_name(f"{path.name}.{secrets.token_hex(6)}.tmp")
+        self._id = path.name[: -len(".jsonl")]
+        self._fd: int | None = None
+        self._linked = False
+        self._size = 0
+        self._pending = [header_line]
+        self._pending_bytes = len(header_line)
+
+    def add(self, record: bytes) -> None:
+        self._pending.append(record + b"\n")
+        self._pending_bytes += len(record) + 1
+        if self._pending_bytes >= _CHILD_CHUNK:
+            self._spill()
+
+    def _spill(self) -> None:
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        try:
+            if self._fd is None:
+                fileio.make_dirs(self._path.parent)
+                self._fd = fileio.open_new(self._tmp)
+            fileio.pwrite(self._fd, data, self._size)
+        except OSError as exc:
+            raise PersistenceError(self._id, f"write failed: {exc}") from exc
+        self._size += len(data)
+
+    def publish(self) -> None:
+        """Sync, link under the final name (``SessionExists`` if taken), sync the root."""
+        self._spill()
+        assert self._fd is not None
+        op = "sync"
+        try:
+            fileio.sync(self._fd)
+            op = "link"
+            fileio.link(self._tmp, self._path)
+            self._linked = True
+            op = "directory sync"
+            fileio.sync_dir(self._path.parent)
+        except FileExistsError:
+            raise SessionExists(self._id) from None
+        except OSError as exc:
+            raise PersistenceError(self._id, f"{op} failed: {exc}") from exc
+        self._linked = False  # published: discard() must keep the final name now
+        self.discard()
+
+    def discard(self) -> None:
+        """Remove the temp name (and the final name if publishing failed after the link)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                fileio.close(fd)
+            except OSError:
+                pass
+        names = [self._tmp, self._path] if self._linked else [self._tmp]
+        self._linked = False
+        for name in names:
+            try:
+                fileio.unlink(name)
+            except OSError:
+                pass
