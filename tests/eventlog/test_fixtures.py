@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from eventlog import read_log
+from tests.eventlog.spec_examples import E1_LINES, E5_CLOSERS, E5_LINES, E9_EVENTS, E9_ROW
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -25,28 +28,7 @@ EVENT_ORDER = ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "i
 ROW_TAGS = {"text-chunks", "reasoning-chunks", "tool-call-chunks"}
 SURFACE_TYPES = {"user/message", "assistant/message", "tool/result"}
 
-# eventlog.md §12 E1, line by line (without the LF).
-E1_LINES = [
-    '{"type":"session","version":0,"id":"demo-1","createdAt":1767261600000,"cwd":"/home/ana","delegationDepth":0}',
-    '{"type":"turn/start","seq":0,"time":1767261600100,"data":{"turn":1}}',
-    '{"type":"step/start","seq":1,"time":1767261600101,"data":{"turn":1,"step":1}}',
-    '{"type":"user/message","seq":2,"time":1767261600102,"data":{"id":"msg-1","role":"user","source":{"kind":"user","rpcId":"7"},"content":[{"type":"text","text":"Café at 9?"}]},"surfaceOp":"append"}',
-    '{"type":"assistant/message","seq":3,"time":1767261601500,"data":{"turn":1,"step":1,"message":{"id":"msg-2","role":"assistant","source":{"kind":"model","provider":"scripted","model":"demo"},"content":[{"type":"text","text":"Sure, 9:00."}]}},"surfaceOp":"append"}',
-    '{"type":"step/end","seq":4,"time":1767261601501,"data":{"turn":1,"step":1}}',
-    '{"type":"turn/end","seq":5,"time":1767261601502,"data":{"turn":1,"reason":{"kind":"completed"}}}',
-]
-E1_BYTES = "".join(line + "\n" for line in E1_LINES).encode()
-
-# eventlog.md §12 E5: turn 2 of E1's session, cut off after the first tool/call.
-E5_LINES = [
-    '{"type":"turn/start","seq":6,"time":1767265200000,"data":{"turn":2}}',
-    '{"type":"step/start","seq":7,"time":1767265200001,"data":{"turn":2,"step":1}}',
-    '{"type":"user/message","seq":8,"time":1767265200002,"data":{"id":"msg-3","role":"user","source":{"kind":"user"},"content":[{"type":"text","text":"Read notes.txt and todo.txt"}]},"surfaceOp":"append"}',
-    r'{"type":"assistant/message","seq":9,"time":1767265201200,"data":{"turn":2,"step":1,"message":{"id":"msg-4","role":"assistant","source":{"kind":"model","provider":"scripted","model":"demo"},"content":[{"type":"tool-call","id":"call-a","name":"read_file","arguments":"{\"path\":\"notes.txt\"}"},{"type":"tool-call","id":"call-b","name":"read_file","arguments":"{\"path\":\"todo.txt\"}"}]}},"surfaceOp":"append"}',
-    r'{"type":"tool/call","seq":10,"time":1767265201201,"data":{"turn":2,"step":1,"callId":"call-a","name":"read_file","arguments":"{\"path\":\"notes.txt\"}"}}',
-]
-
-E9_ROW = '{"type":"text-chunks","seq0":4,"time0":1000,"data":{"turn":1,"step":1,"index":0,"dt":[12,-3],"texts":["Hel","lo","!"]}}'
+E1_BYTES = b"".join(line + b"\n" for line in E1_LINES)
 
 
 def fixture(name: str) -> bytes:
@@ -56,7 +38,7 @@ def fixture(name: str) -> bytes:
 def with_id(data: bytes, new_id: str) -> bytes:
     """E1's bytes with the header id replaced (the first ``"id":"demo-1"`` is the header's)."""
     old = b'"id":"demo-1"'
-    assert data.startswith(E1_LINES[0][:30].encode())
+    assert data.startswith(E1_LINES[0][:30])
     return data.replace(old, f'"id":"{new_id}"'.encode(), 1)
 
 
@@ -126,11 +108,11 @@ def test_demo_1_is_e1_byte_for_byte() -> None:
 
 def test_demo_1_b_is_the_e6_fork_child() -> None:
     expected = (
-        '{"type":"session","version":0,"id":"demo-1-b","createdAt":1767268800000,"cwd":"/home/ana",'
-        '"parentSession":"demo-1","seedLength":6,"delegationDepth":0}\n'
-        + "".join(line + "\n" for line in E1_LINES[1:])
-        + '{"type":"session/end-seed","seq":6,"time":1767268800000,"data":{}}\n'
-    ).encode()
+        b'{"type":"session","version":0,"id":"demo-1-b","createdAt":1767268800000,"cwd":"/home/ana",'
+        b'"parentSession":"demo-1","seedLength":6,"delegationDepth":0}\n'
+        + b"".join(line + b"\n" for line in E1_LINES[1:])
+        + b'{"type":"session/end-seed","seq":6,"time":1767268800000,"data":{}}\n'
+    )
     assert fixture("demo-1-b.jsonl") == expected
 
 
@@ -145,13 +127,11 @@ def test_torn_1_is_e2_with_an_id_of_the_same_length() -> None:
 
 def test_interrupted_1_is_e5_before_repair() -> None:
     data = fixture("interrupted-1.jsonl")
-    assert data == with_id(E1_BYTES, "interrupted-1") + "".join(
-        line + "\n" for line in E5_LINES
-    ).encode()
+    assert data == with_id(E1_BYTES, "interrupted-1") + b"".join(line + b"\n" for line in E5_LINES)
 
 
 def test_packed_1_holds_e9_row_after_seq_3_and_every_row_kind() -> None:
-    records = [r.decode() for r in committed_records(fixture("packed-1.jsonl"))]
+    records = committed_records(fixture("packed-1.jsonl"))
     assert records[5] == E9_ROW
     assert json.loads(records[4])["seq"] == 3
     rows = [json.loads(r) for r in records if json.loads(r)["type"] in ROW_TAGS]
@@ -257,3 +237,66 @@ def test_reminders_1_first_reading_matches_timecontext_e1_wording() -> None:
         "and times in this zone.\n"
         "Elapsed since the preceding model-visible message: unavailable."
     )
+
+
+# --- the fixtures as eventlog, schedule and timecontext read them ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "events"),
+    [("demo-1", 6), ("demo-1-b", 7), ("packed-1", 27), ("reminders-1", 56)],
+)
+def test_balanced_fixtures_read_without_repair(name: str, events: int) -> None:
+    snapshot = read_log(FIXTURES / f"{name}.jsonl", expected_id=name)
+    assert len(snapshot.events) == events
+    assert snapshot.repair is None
+    assert snapshot.committed_bytes == snapshot.file_bytes == len(fixture(f"{name}.jsonl"))
+
+
+def test_torn_1_reads_as_e2() -> None:
+    snapshot = read_log(FIXTURES / "torn-1.jsonl", expected_id="torn-1")
+    assert [e.to_json() for e in snapshot.events] == E1_LINES[1:]
+    assert (snapshot.file_bytes, snapshot.committed_bytes) == (919, 887)
+    repair = snapshot.repair
+    assert repair is not None and repair.defect is not None
+    assert (repair.truncate_to, repair.dropped_bytes, repair.dropped_records) == (887, 32, 0)
+    assert (repair.defect.line, repair.defect.offset, repair.defect.reason) == (
+        8, 887, "torn final record",
+    )
+    assert (repair.open_turn, repair.closers) == (None, ())
+
+
+def test_interrupted_1_reads_as_e5_with_its_closers() -> None:
+    snapshot = read_log(FIXTURES / "interrupted-1.jsonl", expected_id="interrupted-1")
+    assert [e.to_json() for e in snapshot.events] == E1_LINES[1:] + E5_LINES
+    repair = snapshot.repair
+    assert repair is not None
+    assert (repair.truncate_to, repair.dropped_bytes, repair.defect) == (None, 0, None)
+    assert repair.open_turn == 2
+    assert [e.to_json() for e in repair.closers] == E5_CLOSERS
+
+
+def test_packed_1_expands_e9() -> None:
+    events = read_log(FIXTURES / "packed-1.jsonl").events
+    assert [e.to_json() for e in events[4:7]] == E9_EVENTS
+    assert [e.seq for e in events] == list(range(27))
+    deltas = [json.loads(e.to_json())["data"]["chunk"] for e in events[16:19]]
+    assert [d["argumentsDelta"] for d in deltas] == ['{"path"', ':"notes', '.txt"}']
+    assert ["name" in d for d in deltas] == [True, True, False]
+
+
+def test_reminders_1_folds_and_its_readings_validate() -> None:
+    schedule = pytest.importorskip("schedule")
+    timecontext = pytest.importorskip("timecontext")
+    events = read_log(FIXTURES / "reminders-1.jsonl").events
+    # after the two creates, both are active; the one-shot dispatch removes schedule-1; the
+    # every dispatch advances schedule-2 by one interval; the delete removes it
+    after_creates = schedule.fold(events[:14], 0)
+    assert [r.id for r in after_creates.active] == ["schedule-1", "schedule-2"]
+    assert [r.id for r in schedule.fold(events[:22], 0).active] == ["schedule-2"]
+    (advanced,) = schedule.fold(events[:32], 0).active
+    assert advanced.scheduled_at == "2026-02-10T12:20:00.009Z"
+    final = schedule.fold(events, 0)
+    assert final.active == () and final.seen_ids == ("schedule-1", "schedule-2")
+    report = timecontext.validate_readings(events, schedule.canonicalize_time_zone)
+    assert (report.checked, report.skipped_foreign, report.violations) == (6, 0, ())
