@@ -1,0 +1,173 @@
+"""Model providers and their configuration (spec host.md §6.5).
+
+| provider            | adapter  | base URL (first set)                                          | key (first set)                      |
+|---------------------|----------|---------------------------------------------------------------|--------------------------------------|
+| `scripted`          | scripted | —                                                             | —                                    |
+| `openai`            | openai   | TURNLOG_BASE_URL, DEEPSEEK_BASE_URL, https://api.openai.com/v1 | TURNLOG_API_KEY, DEEPSEEK_API_KEY    |
+| `deepseek-official` | openai   | DEEPSEEK_BASE_URL, TURNLOG_BASE_URL, https://api.deepseek.com  | DEEPSEEK_API_KEY, TURNLOG_API_KEY    |
+
+Empty variables count as unset. The model is ``initialize.model``, else ``--model``, else
+``TURNLOG_MODEL``; the scripted provider falls back to ``scripted``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from os import PathLike
+import httpx
+
+from host.model import Failure, ModelAdapter, make_failure
+from host.openai import DEFAULT_STREAM_IDLE_TIMEOUT, OpenAIAdapter
+from host.scripted import SCRIPT_ENV, ScriptedAdapter, ScriptLine, load_script
+
+PROVIDERS: tuple[str, ...] = ("scripted", "openai", "deepseek-official")
+SCRIPTED_MODEL = "scripted"
+MODEL_ENV = "TURNLOG_MODEL"
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    adapter: str
+    base_url_vars: tuple[str, ...]
+    default_base_url: str | None
+    key_vars: tuple[str, ...]
+
+
+_ROUTES: dict[str, _Route] = {
+    "scripted": _Route("scripted", (), None, ()),
+    "openai": _Route("openai", ("TURNLOG_BASE_URL", "DEEPSEEK_BASE_URL"), "https://api.openai.com/v1",
+                     ("TURNLOG_API_KEY", "DEEPSEEK_API_KEY")),
+    "deepseek-official": _Route("openai", ("DEEPSEEK_BASE_URL", "TURNLOG_BASE_URL"), "https://api.deepseek.com",
+                                ("DEEPSEEK_API_KEY", "TURNLOG_API_KEY")),
+}
+
+
+class UnknownProviderError(ValueError):
+    """A provider name that has no registered adapter."""
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(f'no adapter registered for provider "{provider}"')
+        self.provider = provider
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderConfig:
+    """A provider's resolved endpoint; ``base_url`` and ``api_key`` are ``None`` for scripted."""
+
+    provider: str
+    adapter: str
+    base_url: str | None
+    api_key: str | None
+
+
+def _first(env: Mapping[str, str], names: tuple[str, ...]) -> str | None:
+    return next((env[name] for name in names if env.get(name)), None)
+
+
+def is_registered(provider: str) -> bool:
+    return provider in _ROUTES
+
+
+def provider_config(provider: str, env: Mapping[str, str]) -> ProviderConfig:
+    route = _ROUTES.get(provider)
+    if route is None:
+        raise UnknownProviderError(provider)
+    return ProviderConfig(
+        provider=provider,
+        adapter=route.adapter,
+        base_url=_first(env, route.base_url_vars) or route.default_base_url,
+        api_key=_first(env, route.key_vars),
+    )
+
+
+def default_provider(env: Mapping[str, str]) -> str:
+    """``--provider``'s default: ``openai`` when ``TURNLOG_BASE_URL`` is set, else ``scripted``."""
+    return "openai" if env.get("TURNLOG_BASE_URL") else "scripted"
+
+
+def resolve_model(
+    provider: str, env: Mapping[str, str], *, initialize_model: str | None = None, flag_model: str | None = None
+) -> str | None:
+    """The route's model, or ``None`` when a non-scripted provider has none configured."""
+    model = initialize_model or flag_model or env.get(MODEL_ENV) or None
+    if model is None and provider == "scripted":
+        return SCRIPTED_MODEL
+    return model
+
+
+def missing_model_usage_error(provider: str) -> str:
+    """chat's startup usage error for a non-scripted route without a model."""
+    return f'--model or TURNLOG_MODEL is required for provider "{provider}"'
+
+
+def missing_model_failure(provider: str) -> Failure:
+    """serve's turn error for a prompt on a non-scripted route without a model."""
+    return make_failure(f'no model configured for provider "{provider}"', "MISSING_CONFIG")
+
+
+def script_path(flag: str | PathLike[str] | None, env: Mapping[str, str]) -> str | PathLike[str] | None:
+    """``--script FILE``, else ``TURNLOG_SCRIPT``."""
+    return flag if flag else env.get(SCRIPT_ENV) or None
+
+
+def load_configured_script(
+    flag: str | PathLike[str] | None, env: Mapping[str, str]
+) -> tuple[ScriptLine, ...] | None:
+    """Load and validate the configured script at startup (``ScriptError`` is a usage error)."""
+    path = script_path(flag, env)
+    return None if path is None else load_script(path)
+
+
+def make_adapter(
+    provider: str,
+    *,
+    env: Mapping[str, str],
+    script: tuple[ScriptLine, ...] | None = None,
+    stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
+    client: httpx.AsyncClient | None = None,
+) -> ModelAdapter:
+    """A new adapter for ``provider``; ``script`` (already loaded) switches scripted to script mode.
+    Raises :class:`UnknownProviderError`."""
+    config = provider_config(provider, env)
+    if config.adapter == "scripted":
+        return ScriptedAdapter(script)
+    assert config.base_url is not None
+    return OpenAIAdapter(
+        base_url=config.base_url,
+        api_key=config.api_key,
+        provider=provider,
+        stream_idle_timeout=stream_idle_timeout,
+        client=client,
+    )
+
+
+class ModelAdapters:
+    """The process's adapters, one per provider, made on first use, so a script's cursor is shared
+    by every session. The scripted adapter is made at construction."""
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str],
+        script: tuple[ScriptLine, ...] | None = None,
+        stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
+    ) -> None:
+        self._env = dict(env)
+        self._stream_idle_timeout = stream_idle_timeout
+        self._adapters: dict[str, ModelAdapter] = {"scripted": ScriptedAdapter(script)}
+
+    def get(self, provider: str) -> ModelAdapter:
+        """The provider's adapter; raises :class:`UnknownProviderError`."""
+        adapter = self._adapters.get(provider)
+        if adapter is None:
+            adapter = self._adapters[provider] = make_adapter(
+                provider, env=self._env, stream_idle_timeout=self._stream_idle_timeout
+            )
+        return adapter
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients of the adapters made so far."""
+        for adapter in self._adapters.values():
+            if isinstance(adapter, OpenAIAdapter):
+                await adapter.aclose()
