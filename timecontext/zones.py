@@ -44,6 +44,10 @@ def message_zone(message: Any) -> str | None:
     return zone
 
 
+def _quote(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
 def client_zones(messages: Iterable[Any], canonicalize: ZoneCanonicalizer) -> tuple[str, ...]:
     """The sorted distinct client zones of the open-turn ``messages`` (§7).
 
@@ -56,17 +60,16 @@ def client_zones(messages: Iterable[Any], canonicalize: ZoneCanonicalizer) -> tu
         zone = message_zone(message)
         if zone is None:
             continue
-        quoted = json.dumps(zone, ensure_ascii=False)
         if not has_zone_shape(zone):
             raise ClientZoneError(
-                f"client time zone must be canonical UTC or IANA Area/Location: {quoted}"
+                f"client time zone must be canonical UTC or IANA Area/Location: {_quote(zone)}"
             )
         try:
             canonical = canonicalize(zone)
         except Exception as exc:
-            raise ClientZoneError(f"client time zone is unsupported: {quoted}") from exc
+            raise ClientZoneError(f"client time zone is unsupported: {_quote(zone)}") from exc
         if canonical != zone:
-            raise ClientZoneError(f"client time zone must be canonical: {quoted}")
+            raise ClientZoneError(f"client time zone must be canonical: {_quote(zone)}")
         zones.add(zone)
     return tuple(sorted(zones))
 
