@@ -37,7 +37,9 @@ __all__ = [
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _HEADER_READ = 8192
 TAIL_DEBOUNCE_MS = 50
-TAIL_REREAD_MS = 1000
+# Idle re-read period. It also bounds how long a change made before the watcher started can go
+# unseen and how long cancelling a follow waits for the watcher thread, hence well under 1 s.
+TAIL_REREAD_MS = 200
 
 
 class Repair(msgspec.Struct, frozen=True, rename="camel"):
@@ -254,7 +256,7 @@ async def tail(
     ones as their records become complete (§5.5, §10.4).
 
     Follows with ``watchfiles.awatch`` on the file's directory (filtered to this file, ~50 ms
-    debounce) and re-reads at least once per second without a notification. Never yields past a
+    debounce) and re-reads every 200 ms without a notification. Never yields past a
     malformed record: it waits there until the file changes. If the file shrinks below what was
     read (or is replaced), ``on_truncate(new_size)`` is called and the scan continues from the
     last record boundary at or before the new size; events already yielded are not yielded

@@ -1,0 +1,166 @@
+"""eventlog.reader.tail: following a log with watchfiles (§5.5, §10.4), on real files."""
+
+from __future__ import annotations
+
+import os
+from contextlib import aclosing
+from pathlib import Path
+
+import pytest
+import trio
+
+from eventlog.errors import CorruptLog
+from eventlog.format import Event
+from eventlog.reader import tail
+from tests.eventlog.spec_examples import E1_LINES, E5_LINES, log_bytes
+
+# Hang guard only (the follow loop re-reads at least once per second); never a speed check.
+GUARD_S = 20
+
+
+def record(seq: int, text: str = "x") -> bytes:
+    return b'{"type":"note/added","seq":%d,"time":1,"data":"%s"}' % (seq, text.encode())
+
+
+def append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as f:
+        f.write(data)
+
+
+async def test_without_follow_yields_committed_events_and_stops(tmp_path: Path) -> None:
+    path = tmp_path / "demo-1.jsonl"
+    path.write_bytes(log_bytes([*E1_LINES, *E5_LINES]) + b'{"type":"tu')
+    got = [e.to_json() async for e in tail(path, follow=False)]
+    assert got == [*E1_LINES[1:], *E5_LINES]
+    assert [e.seq async for e in tail(path, start_seq=9, follow=False)] == [9, 10]
+
+
+async def test_without_follow_raises_on_corruption(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(log_bytes([*E1_LINES[:3], b"junk", *E1_LINES[4:]]))
+    with pytest.raises(CorruptLog, match="unparsable committed event at line 4, byte 256"):
+        async for _ in tail(path, follow=False):
+            pass
+
+
+class Follower:
+    """Runs ``tail(follow=True)`` in a task and hands its events over a channel."""
+
+    def __init__(self, path: Path, start_seq: int = 0) -> None:
+        self.path = path
+        self.start_seq = start_seq
+        self.truncations: list[int] = []
+        self.send, self.receive = trio.open_memory_channel[Event](1000)
+
+    async def run(self) -> None:
+        async with aclosing(
+            tail(self.path, start_seq=self.start_seq, on_truncate=self.truncations.append)
+        ) as events:
+            async for event in events:
+                self.send.send_nowait(event)
+
+    async def next_seqs(self, count: int) -> list[int]:
+        return [(await self.receive.receive()).seq for _ in range(count)]
+
+    def nothing_pending(self) -> bool:
+        return self.receive.statistics().current_buffer_used == 0
+
+
+async def test_follow_yields_new_records_as_they_complete(tmp_path: Path) -> None:
+    path = tmp_path / "demo-1.jsonl"
+    path.write_bytes(log_bytes(E1_LINES))
+    follower = Follower(path, start_seq=4)
+    with trio.fail_after(GUARD_S):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follower.run)
+            assert await follower.next_seqs(2) == [4, 5]
+            append(path, record(6) + b"\n" + record(7) + b"\n")
+            assert await follower.next_seqs(2) == [6, 7]
+            # A record becomes visible only once its LF is written.
+            line = record(8)
+            append(path, line[:10])
+            await trio.sleep(0.6)  # idle re-reads happen meanwhile
+            assert follower.nothing_pending()
+            append(path, line[10:] + b"\n")
+            assert await follower.next_seqs(1) == [8]
+            nursery.cancel_scope.cancel()
+    assert follower.truncations == []
+
+
+async def test_follow_waits_at_a_malformed_record_until_truncated(tmp_path: Path) -> None:
+    path = tmp_path / "demo-1.jsonl"
+    path.write_bytes(log_bytes(E1_LINES))
+    follower = Follower(path)
+    with trio.fail_after(GUARD_S):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follower.run)
+            assert await follower.next_seqs(6) == list(range(6))
+            append(path, b"garbage\n" + record(6) + b"\n")
+            await trio.sleep(0.6)
+            assert follower.nothing_pending()  # never past the malformed record
+            # The next writer truncates the tail and appends again.
+            os.truncate(path, 887)
+            append(path, record(6, "again") + b"\n")
+            event = await follower.receive.receive()
+            assert (event.seq, event.value()) == (6, "again")
+            nursery.cancel_scope.cancel()
+    assert follower.truncations and all(size >= 887 for size in follower.truncations)
+
+
+async def test_shrink_does_not_repeat_yielded_seqs(tmp_path: Path) -> None:
+    path = tmp_path / "demo-1.jsonl"
+    path.write_bytes(log_bytes(E1_LINES))
+    follower = Follower(path)
+    with trio.fail_after(GUARD_S):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follower.run)
+            assert await follower.next_seqs(6) == list(range(6))
+            append(path, record(6) + b"\n" + record(7) + b"\n")
+            assert await follower.next_seqs(2) == [6, 7]
+            # Roll back to the middle of the log and rewrite: seqs 6 and 7 were yielded already.
+            os.truncate(path, 790)
+            while not follower.truncations:
+                await trio.sleep(0.05)
+            assert follower.truncations == [790]
+            rewritten = [E1_LINES[6], record(6, "bb"), record(7, "bb"), record(8, "bb")]
+            append(path, log_bytes(rewritten))
+            event = await follower.receive.receive()
+            assert (event.seq, event.value()) == (8, "bb")
+            nursery.cancel_scope.cancel()
+
+
+async def test_replaced_file_is_rescanned(tmp_path: Path) -> None:
+    path = tmp_path / "demo-1.jsonl"
+    path.write_bytes(log_bytes(E1_LINES))
+    follower = Follower(path)
+    with trio.fail_after(GUARD_S):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follower.run)
+            assert await follower.next_seqs(6) == list(range(6))
+            replacement = tmp_path / "new.tmp"
+            replacement.write_bytes(log_bytes([*E1_LINES, record(6, "new")]))
+            os.replace(replacement, path)
+            event = await follower.receive.receive()
+            assert (event.seq, event.value()) == (6, "new")
+            nursery.cancel_scope.cancel()
+    assert follower.truncations  # a replacement counts as a shrink to the start
+
+
+async def test_follow_raises_on_committed_corruption(tmp_path: Path) -> None:
+    path = tmp_path / "demo-1.jsonl"
+    path.write_bytes(log_bytes(E1_LINES))
+    seen = []
+    with trio.fail_after(GUARD_S):
+        async with aclosing(tail(path)) as events:
+            with pytest.raises(CorruptLog, match="seq gap in committed region at line 8, byte 887"):
+                async for event in events:
+                    seen.append(event.seq)
+                    if event.seq == 5:
+                        append(path, record(9) + b"\n" + b'{"type":"turn/end","seq":10,"time":1,"data":{}}\n')
+    assert seen == list(range(6))
+
+
+async def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        async for _ in tail(tmp_path / "none.jsonl"):
+            pass
