@@ -7,6 +7,7 @@ costs about one pass per turn, not one per reading.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -105,8 +106,20 @@ def _exact_source(source: Any, text: str) -> bool:
     )
 
 
+def _safe_positive(digits: str) -> int | None:
+    """The value of a decimal digit string when it is in 1 … 2**53 - 1, else ``None``."""
+    # Leading zeros go first and the length is checked before int(), which refuses very long
+    # digit strings with a ValueError of its own.
+    significant = digits.lstrip("0")
+    if not 0 < len(significant) <= 16:
+        return None
+    value = int(significant)
+    return value if value <= _MAX_SAFE else None
+
+
 def _render(value: Any) -> str:
-    return str(value) if type(value) is int else repr(value)
+    """A fold value as the log wrote it (``true`` for a JSON boolean, quotes for a string)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _check(
@@ -125,10 +138,10 @@ def _check(
     match = _READING.fullmatch(text)
     if match is None:
         raise ReadingInvariantError(_FORMAT)
-    turn, step = int(match[1]), int(match[2])
     stamp, zone_label, policy, phrase = match[3], match[4], match[5], match[6]
     # 3. safe turn and step
-    if not (1 <= turn <= _MAX_SAFE and 1 <= step <= _MAX_SAFE):
+    turn, step = _safe_positive(match[1]), _safe_positive(match[2])
+    if turn is None or step is None:
         raise ReadingInvariantError(_SAFE_TURN_STEP)
     # 4. position inside the open step, before its request
     at = position(events, end)

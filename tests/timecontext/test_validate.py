@@ -133,6 +133,18 @@ def test_check_3_safe_turn_and_step(turn: int, step: int) -> None:
         "time-context turn and step must be positive safe integers"
 
 
+@pytest.mark.parametrize("number", ["9" * 5000, "0" * 5000, "00", "1" + "0" * 16])
+def test_check_3_very_long_numbers(number: str) -> None:
+    long = text().replace("turn 1, step 1", f"turn {number}, step 1")
+    assert fails(prefix(BERLIN), reading(long)) == \
+        "time-context turn and step must be positive safe integers"
+
+
+def test_check_3_compares_values_not_digits() -> None:
+    padded = text().replace("turn 1, step 1", f"turn {'0' * 5000}1, step 01")
+    check_reading(prefix(BERLIN), reading(padded), canonicalize)
+
+
 def test_check_3_largest_safe_values_pass_to_check_4() -> None:
     big = 2**53 - 1
     assert fails(prefix(BERLIN), reading(text(turn=big, step=big))) == \
@@ -163,6 +175,10 @@ def test_e9_position_relative_to_request_header() -> None:
          "time-context reading must follow step/start"),
         (prefix(BERLIN, step=2), "time-context reading names turn 1/step 1, expected turn 1/step 2"),
         (prefix(BERLIN, turn=2), "time-context reading names turn 1/step 1, expected turn 2/step 1"),
+        ([ev(0, "turn/start", {"turn": True}), ev(1, "step/start", {"turn": 1, "step": 1})],
+         "time-context reading names turn 1/step 1, expected turn true/step 1"),
+        ([ev(0, "turn/start", {"turn": 1}), ev(1, "step/start", {"turn": 1, "step": "1"})],
+         'time-context reading names turn 1/step 1, expected turn 1/step "1"'),
     ],
 )
 def test_check_4_position(events: list[Ev], message: str) -> None:
