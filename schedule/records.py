@@ -8,6 +8,7 @@ hand afterwards. Every failure is a ``ScheduleLogError``.
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
@@ -94,7 +95,6 @@ class Dispatch(_Change, tag="dispatch"):
 ScheduleChange: TypeAlias = Create | Delete | Dispatch
 
 _DECODER = msgspec.json.Decoder(ScheduleChange)
-_ENCODER = msgspec.json.Encoder()
 _RAW_TYPES = (bytes, bytearray, memoryview, msgspec.Raw)
 
 _BAD_ID = "schedule id must be a non-empty string without surrounding whitespace"
@@ -129,10 +129,12 @@ def decode_checked(data: object) -> tuple[ScheduleChange, int | None]:
     that has one, else ``None``.
     """
     if not isinstance(data, _RAW_TYPES):
+        # The stdlib encoder, not msgspec's: it refuses bytes (msgspec would write base64) and
+        # escapes lone surrogates, which the decoder then refuses exactly as in raw data.
         try:
-            data = _ENCODER.encode(data)
-        except Exception as exc:  # unencodable values (lone surrogates, foreign types) are corrupt
-            raise ScheduleLogError(f"schedule/change payload is not valid JSON: {exc}") from exc
+            data = json.dumps(data, allow_nan=False)
+        except Exception as exc:  # anything that is not a JSON value is corrupt
+            raise ScheduleLogError(f"schedule/change payload is not a JSON value: {exc}") from exc
     try:
         change = _DECODER.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is a DecodeError

@@ -1,0 +1,256 @@
+"""Property tests of the pure core: zones, the fold against a model, local round trips, decoding."""
+
+from __future__ import annotations
+
+import json
+import zoneinfo
+from datetime import datetime, timedelta, timezone
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from schedule import (
+    AfterRecord,
+    AtRecord,
+    EveryRecord,
+    Fold,
+    ScheduleInputError,
+    ScheduleLogError,
+    canonicalize_time_zone,
+    check_append,
+    create_at,
+    decode_change,
+    fold,
+    format_instant,
+    parse_instant,
+)
+from schedule.timeparse import MAX_MS, MIN_MS
+from tests.schedule import changelog as cl
+from tests.schedule.changelog import Ev
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NAMES = sorted(zoneinfo.available_timezones())
+
+# --- zones ----------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(st.sampled_from(NAMES) | st.sampled_from(NAMES).map(str.swapcase) | st.text(max_size=25))
+def test_canonicalize_is_idempotent_and_accepts_its_results(name: str) -> None:
+    try:
+        result = canonicalize_time_zone(name)
+    except ScheduleInputError as err:
+        assert err.code == "invalid_time_zone"
+        assert err.message == "time_zone must be UTC or a valid IANA Area/Location name."
+        return
+    assert canonicalize_time_zone(result) == result
+    assert result == "UTC" or (result in NAMES and "/" in result)
+
+
+# --- the fold against a simple model --------------------------------------------------------
+
+BASE = parse_instant("2027-01-10T08:00:00.000Z")
+PREFIXES = ["schedule-", "x", "é ", "a\nb", "🙂", "q\u00a0"]
+
+
+def _model_advance(target: int, interval: int, accepted: int) -> int | None:
+    """The next target after a dispatch at ``accepted``, by stepping (no division)."""
+    following = target + interval
+    while following <= accepted:
+        following += interval
+    return following if following <= MAX_MS else None
+
+
+@SETTINGS
+@given(st.data())
+def test_fold_equals_a_simple_model(data: st.DataObject) -> None:
+    active: list[AfterRecord | AtRecord | EveryRecord] = []
+    seen: list[str] = []
+    payloads: list[dict] = []
+    for _ in range(data.draw(st.integers(0, 30), label="steps")):
+        op = data.draw(st.sampled_from(["create", "delete", "dispatch"] if active else ["create"]))
+        if op == "create":
+            rid = f"{data.draw(st.sampled_from(PREFIXES))}{len(seen)}"
+            target = data.draw(st.integers(BASE - 10**9, BASE + 10**11)
+                               | st.integers(MAX_MS - 10**7, MAX_MS), label="target")
+            at = format_instant(target)
+            kind = data.draw(st.sampled_from(["after", "at", "every"]))
+            prompt = data.draw(st.sampled_from(["p", "drink water", "a\n b", "«x»"]))
+            if kind == "after":
+                seconds = data.draw(st.integers(1, 10**6))
+                record: AfterRecord | AtRecord | EveryRecord = AfterRecord(rid, prompt, seconds, at)
+                payloads.append(cl.after(rid, at, prompt=prompt, seconds=seconds))
+            elif kind == "at":
+                record = AtRecord(rid, prompt, at)
+                payloads.append(cl.at(rid, at, prompt=prompt))
+            else:
+                seconds = data.draw(st.integers(300, 10**5))
+                record = EveryRecord(rid, prompt, seconds, at)
+                payloads.append(cl.every(rid, at, prompt=prompt, seconds=seconds))
+            active.append(record)
+            seen.append(rid)
+            continue
+        index = data.draw(st.integers(0, len(active) - 1))
+        record = active[index]
+        if op == "delete":
+            payloads.append(cl.delete(record.id))
+            del active[index]
+        elif type(record) is not EveryRecord:
+            payloads.append(cl.dispatch(record.id))
+            del active[index]
+        else:
+            target = parse_instant(record.scheduled_at)
+            interval = record.every_seconds * 1000
+            accepted = min(MAX_MS, target + data.draw(st.integers(0, 40 * interval)))
+            payloads.append(cl.dispatch(record.id, format_instant(accepted)))
+            following = _model_advance(target, interval, accepted)
+            if following is None:
+                del active[index]
+            else:
+                active[index] = EveryRecord(record.id, record.prompt, record.every_seconds,
+                                            format_instant(following))
+    expected = Fold(tuple(active), tuple(seen))
+    junk = [Ev("schedule/change", {"version": 7}), Ev("turn/start", {})][: data.draw(st.integers(0, 2))]
+    assert fold(junk + cl.log(*payloads), len(junk)) == expected
+    assert fold(junk + cl.log(*payloads, raw=True), len(junk)) == expected
+    events = cl.log(*payloads)
+    for i, payload in enumerate(payloads):
+        check_append(events[:i], 0, payload)
+    # any transition on an inactive id, or a reused id, corrupts the log
+    gone = [rid for rid in seen if rid not in {r.id for r in active}] + ["never-created"]
+    bad = data.draw(st.sampled_from(
+        [cl.delete(gone[0]), cl.dispatch(gone[0])] + ([cl.at(seen[0], "2027-01-10T08:00:00.000Z")] if seen else [])))
+    with pytest.raises(ScheduleLogError):
+        fold(cl.log(*payloads, bad), 0)
+
+
+# --- local wall time round trips ------------------------------------------------------------
+
+ZONES = ["America/New_York", "Europe/London", "Australia/Sydney", "Australia/Lord_Howe",
+         "Pacific/Chatham", "Europe/Paris", "Pacific/Apia", "America/St_Johns", "Asia/Kolkata",
+         "America/Sao_Paulo", "Africa/Casablanca", "Europe/Dublin", "Antarctica/Troll", "UTC"]
+TRANSITION_DAYS = ["2027-03-14", "2027-11-07", "2027-03-28", "2027-10-31", "2027-04-04", "2027-10-03",
+                   "2027-09-26", "2011-12-30", "1918-03-31", "1883-11-18", "2026-03-29", "2026-10-25"]
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _rules(name: str):
+    return timezone.utc if name == "UTC" else zoneinfo.ZoneInfo(name)
+
+
+def _local_object(dt: datetime, name: str) -> dict[str, str]:
+    return {"date": f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}",
+            "time": f"{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}.{dt.microsecond // 1000:03d}",
+            "time_zone": name}
+
+
+def _resolve(local: dict[str, str]) -> int:
+    return parse_instant(create_at("schedule-1", "p", local, MIN_MS - 1).scheduled_at)
+
+
+def _wall(t: int, name: str) -> datetime:
+    return (EPOCH + timedelta(milliseconds=t)).astimezone(_rules(name))
+
+
+@SETTINGS
+@given(st.sampled_from(ZONES),
+       st.integers(MIN_MS, MAX_MS) | st.integers(-5 * 10**12, 5 * 10**12))
+def test_instant_to_local_to_instant(name: str, t: int) -> None:
+    try:
+        wall = _wall(t, name)
+    except OverflowError:  # the local wall time is outside years 1-9999
+        assume(False)
+    result = _resolve(_local_object(wall, name))
+    if wall.fold == 0:
+        assert result == t
+    else:  # the second occurrence of an ambiguous wall time: the earlier instant is chosen
+        assert result < t
+        assert _wall(result, name).replace(tzinfo=None) == wall.replace(tzinfo=None, fold=0)
+
+
+def _exists(naive: datetime, name: str) -> bool:
+    """Whether some instant shows ``naive`` on the zone's clock (checked with datetime alone)."""
+    zone = _rules(name)
+    for f in (0, 1):
+        try:
+            back = naive.replace(tzinfo=zone, fold=f).astimezone(timezone.utc).astimezone(zone)
+        except OverflowError:
+            continue
+        if back.replace(tzinfo=None) == naive:
+            return True
+    return False
+
+
+@SETTINGS
+@given(st.sampled_from(ZONES),
+       st.sampled_from(TRANSITION_DAYS).map(lambda d: datetime(*map(int, d.split("-"))))
+       | st.datetimes(datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59)),
+       st.integers(0, 86_400_000 - 1))
+def test_local_to_instant_to_local(name: str, day: datetime, millis: int) -> None:
+    naive = day.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(milliseconds=millis)
+    assume(naive.year == day.year)  # stay inside datetime's range near year 9999
+    local = _local_object(naive, name)
+    try:
+        result = _resolve(local)
+    except ScheduleInputError as err:
+        if err.code == "time_out_of_range":
+            return
+        assert (err.code, err.message) == (
+            "invalid_rule", "The local at time does not exist in the selected time zone.")
+        assert not _exists(naive, name)
+        return
+    assert _wall(result, name).replace(tzinfo=None) == naive
+
+
+# --- decoding never raises anything else -----------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=15,
+)
+FIELDS = ["version", "operation", "schedule", "id", "kind", "prompt", "afterSeconds", "everySeconds",
+          "scheduledAt", "acceptedAt"]
+VALID = [cl.after("a", "2027-01-10T08:00:00.000Z"), cl.at("b", "2027-01-10T08:00:00.000Z"),
+         cl.every("c", "2027-01-10T08:00:00.000Z"), cl.delete("d"), cl.dispatch("e"),
+         cl.dispatch("f", "2027-01-10T08:00:00.000Z")]
+
+
+@st.composite
+def near_valid(draw: st.DrawFn) -> object:
+    payload = json.loads(json.dumps(draw(st.sampled_from(VALID))))
+    target = payload.get("schedule", payload) if draw(st.booleans()) else payload
+    for _ in range(draw(st.integers(1, 3))):
+        key = draw(st.sampled_from(FIELDS))
+        action = draw(st.sampled_from(["set", "drop"]))
+        if action == "drop":
+            target.pop(key, None)
+        else:
+            target[key] = draw(JSON | st.sampled_from([1, 1.0, True, "1", "create", "delete",
+                                                       "dispatch", "after", "at", "every", 300,
+                                                       "2027-02-29T00:00:00.000Z", " a", ""]))
+    return payload
+
+
+@SETTINGS
+@given(JSON | near_valid())
+def test_decode_raises_only_schedule_log_errors(value: object) -> None:
+    text = json.dumps(value)
+    outcomes = []
+    for data in (value, text.encode(), msgspec.Raw(text.encode())):
+        try:
+            outcomes.append(decode_change(data))
+        except ScheduleLogError:
+            outcomes.append(None)
+    assert outcomes[0] == outcomes[1] == outcomes[2]
+
+
+@SETTINGS
+@given(st.binary(max_size=60))
+def test_decode_of_arbitrary_bytes(raw: bytes) -> None:
+    try:
+        decode_change(raw)
+    except ScheduleLogError:
+        pass
