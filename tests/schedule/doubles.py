@@ -48,9 +48,10 @@ class FakeSession:
 
     ``durable_through`` advances only on a successful ``flush``; ``reopen()`` returns a new session
     holding only the durable prefix, as a restart after a crash would see it.
-    Failure injection: ``fail_flushes(n)`` makes the next ``n`` flushes raise (``n=math.inf``:
-    every flush); ``fail_appends(n)`` does the same for appends; ``events_error`` makes reading
-    ``events`` raise; ``flush_gate`` (a ``trio.Event``) holds every flush until it is set.
+    Failure injection: ``fail_flushes(n, after=k)`` lets ``k`` more flushes succeed, then makes
+    ``n`` flushes raise (``n=math.inf``: every one); ``fail_appends(n, after=k)`` does the same
+    for appends; ``events_error`` makes reading ``events`` raise; ``hold_flush(k)`` returns a ``trio.Event`` the ``k``-th flush (1-based)
+    waits for before completing.
     """
 
     def __init__(
@@ -67,9 +68,12 @@ class FakeSession:
         self.flush_count = 0
         self.durable_through = -1
         self.events_error: Exception | None = None
-        self.flush_gate: trio.Event | None = None
+        self._flush_gates: dict[int, trio.Event] = {}
         self._flush_failures: float = 0
+        self._flush_fail_from = 0
         self._append_failures: float = 0
+        self._append_fail_from = 0
+        self.append_count = 0
         for type, data in events:
             self._commit(type, data)
         if durable:
@@ -88,7 +92,8 @@ class FakeSession:
         return self._seed_length
 
     def append(self, type: str, data: Mapping[str, Any]) -> FakeEvent:
-        if self._append_failures > 0:
+        self.append_count += 1
+        if self._append_failures > 0 and self.append_count >= self._append_fail_from:
             self._append_failures -= 1
             raise AppendRefused("append refused")
         event = self._commit(type, data)
@@ -97,13 +102,15 @@ class FakeSession:
 
     async def flush(self) -> int:
         self.flush_count += 1
+        number = self.flush_count
         self.journal.append("flush")
         through = len(self._events) - 1
-        if self.flush_gate is not None:
-            await self.flush_gate.wait()
+        gate = self._flush_gates.pop(number, None)
+        if gate is not None:
+            await gate.wait()
         else:
             await trio.lowlevel.checkpoint()
-        if self._flush_failures > 0:
+        if self._flush_failures > 0 and number >= self._flush_fail_from:
             self._flush_failures -= 1
             raise FlushFailed("disk full")
         self.durable_through = max(self.durable_through, through)
@@ -111,11 +118,18 @@ class FakeSession:
 
     # -- test controls ----------------------------------------------------------------------
 
-    def fail_flushes(self, count: float = 1) -> None:
+    def fail_flushes(self, count: float = 1, *, after: int = 0) -> None:
         self._flush_failures = count
+        self._flush_fail_from = self.flush_count + 1 + after
 
-    def fail_appends(self, count: float = 1) -> None:
+    def hold_flush(self, number: int) -> trio.Event:
+        """Make the ``number``-th flush (1-based, counting all flushes) wait for the event."""
+        gate = self._flush_gates[number] = trio.Event()
+        return gate
+
+    def fail_appends(self, count: float = 1, *, after: int = 0) -> None:
         self._append_failures = count
+        self._append_fail_from = self.append_count + 1 + after
 
     def reopen(self, *, journal: list[str] | None = None) -> FakeSession:
         """A fresh session over the durable prefix (what a restart reads from disk)."""
@@ -154,12 +168,22 @@ class FakeAgent:
     maintenance stay parked until it is released, then the first one starts a turn (``running``).
     ``end_turn()`` starts the next parked follow-up or flips to ``idle`` and calls ``on_idle``
     (the host's ``runtime.on_agent_idle`` hook). ``serve()`` ends each turn after a while, like a
-    model answering. Failure injection: ``followup_error``, ``maintenance_error`` (a host
-    failure raised instead of claiming), ``when_idle_error``.
+    model answering. With a ``clock``, ``followup_times`` holds the wall time of each follow-up.
+    Failure injection: ``followup_error``, ``maintenance_error`` (a host failure raised instead
+    of claiming), ``when_idle_error``.
     """
 
-    def __init__(self, id: str = "agent-1", *, journal: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        id: str = "agent-1",
+        *,
+        journal: list[str] | None = None,
+        clock: TrioWallClock | FixedClock | None = None,
+    ) -> None:
         self.id = id
+        self.clock = clock
+        self.followup_times: list[int] = []
+        self.idle_waits = 0
         self.is_live = True
         self.journal: list[str] = journal if journal is not None else []
         self.phase = "idle"
@@ -175,6 +199,7 @@ class FakeAgent:
         self._changed = trio.Event()
 
     async def when_idle(self) -> None:
+        self.idle_waits += 1
         while True:
             if self.when_idle_error is not None:
                 raise self.when_idle_error
@@ -188,6 +213,7 @@ class FakeAgent:
             raise self.maintenance_error
         if self.phase != "idle":
             self.busy_refusals += 1
+            self.journal.append("busy")
             raise AgentBusy(f"agent is {self.phase}")
         self.claims += 1
         self._set_phase("maintenance")
@@ -204,6 +230,8 @@ class FakeAgent:
         if self.followup_error is not None:
             raise self.followup_error
         self.followups.append((text, dict(source)))
+        if self.clock is not None:
+            self.followup_times.append(self.clock.now_ms())
         self.parked.append(text)
         self.journal.append("followup")
 
@@ -283,14 +311,18 @@ class FixedClock:
 
 
 class Notifications:
-    """An ``on_durable_change`` callback that counts its calls (and can be made to raise)."""
+    """An ``on_durable_change`` callback that counts its calls; ``action`` runs on each call
+    and ``error`` makes it raise."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.action: Callable[[], object] | None = None
         self.error: Exception | None = None
 
     def __call__(self) -> None:
         self.count += 1
+        if self.action is not None:
+            self.action()
         if self.error is not None:
             raise self.error
 
