@@ -1,0 +1,131 @@
+"""Projections of a session log that the agent loop rebuilds from events (host.md §2, §5.3).
+
+Pure functions over events: the model-visible **derived history** and the **inbox** replayed for
+a resume. Nothing here appends, flushes or keeps state beyond an incremental cache whose result is
+always what a fresh derivation over the same events would give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+INBOX_TARGETS = ("next-turn", "next-step")
+
+
+class SurfaceEvent(Protocol):
+    """The part of ``eventlog.Event`` the projections read."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def surface_op(self) -> object: ...
+
+    def value(self) -> Any: ...
+
+
+def surface_message(event: SurfaceEvent) -> Mapping[str, Any]:
+    """The message a surface event contributes: a ``user/message``'s data, or the ``message`` of
+    an ``assistant/message`` or ``tool/result``."""
+    data = event.value()
+    if event.type == "user/message":
+        return data
+    return data["message"]
+
+
+def _visible(message: Mapping[str, Any]) -> bool:
+    """An assistant message with empty ``content`` is skipped (a reply cut to nothing)."""
+    return not (message.get("role") == "assistant" and not message.get("content"))
+
+
+def derive_history(events: Sequence[SurfaceEvent]) -> list[Mapping[str, Any]]:
+    """The model's view (§2): surface messages in log order, inherited seed events included,
+    with foreign ``replace`` operations applied (eventlog's surface fold) and empty assistant
+    messages skipped. Raises ``eventlog.SurfaceError`` for an unfoldable foreign log."""
+    return HistoryView().update(events)
+
+
+class HistoryView:
+    """An incremental :func:`derive_history` over one growing log.
+
+    ``update(events)`` returns the derived history of ``events``, which must extend the events of
+    the previous call (an append-only log). Plain appends cost only the new events; a ``replace``
+    operation (written by deepseek-harness compaction, never by turnlog) refolds from the start.
+    """
+
+    __slots__ = ("_seen", "_nodes")
+
+    def __init__(self) -> None:
+        self._seen = 0
+        self._nodes: list[Mapping[str, Any]] = []
+
+    def update(self, events: Sequence[SurfaceEvent]) -> list[Mapping[str, Any]]:
+        new = [events[i] for i in range(self._seen, len(events))]
+        if any(e.type in SURFACE_TYPES and e.surface_op != "append" for e in new):
+            self._nodes = _folded(events)
+        else:
+            self._nodes.extend(surface_message(e) for e in new if e.type in SURFACE_TYPES)
+        self._seen = len(events)
+        return [m for m in self._nodes if _visible(m)]
+
+
+def _folded(events: Sequence[SurfaceEvent]) -> list[Mapping[str, Any]]:
+    from eventlog import surface  # TEMP until eventlog.surface lands
+
+    seqs = surface.fold(events)
+    return [surface_message(events[seq]) for seq in seqs]
+
+
+# --- inbox replay -------------------------------------------------------------------------------
+
+
+class InboxReplayError(ValueError):
+    """A persisted ``agent/inbox/spliced`` event that does not fit the replayed queues."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(f"invalid persisted inbox splice at session seq {seq}")
+        self.seq = seq
+
+
+def _safe_index(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 - 1
+
+
+def replay_inbox(
+    events: Sequence[SurfaceEvent], seed_length: int
+) -> dict[str, list[Mapping[str, Any]]]:
+    """Rebuild the two inbox queues from the splices with ``seq >= seed_length`` (§5.3 step 2).
+
+    Each splice removes ``removedCount`` items at ``start``, then inserts ``inserted`` at
+    ``start``. Splices inherited from a fork parent never count. Returns
+    ``{"next-turn": [...], "next-step": [...]}``; a splice that is malformed or does not fit
+    raises :class:`InboxReplayError` naming its seq.
+    """
+    queues: dict[str, list[Mapping[str, Any]]] = {target: [] for target in INBOX_TARGETS}
+    for index in range(seed_length, len(events)):
+        event = events[index]
+        if event.type != "agent/inbox/spliced":
+            continue
+        data = event.value()
+        if not isinstance(data, dict):
+            raise InboxReplayError(event.seq)
+        queue = queues.get(data.get("target"))  # type: ignore[arg-type]
+        start = data.get("start")
+        removed = data.get("removedCount", 0)
+        inserted = data.get("inserted")
+        if (
+            queue is None
+            or not _safe_index(start)
+            or not _safe_index(removed)
+            or not isinstance(inserted, list)
+            or not all(isinstance(m, dict) for m in inserted)
+            or start + removed > len(queue)
+        ):
+            raise InboxReplayError(event.seq)
+        queue[start : start + removed] = inserted
+    return queues

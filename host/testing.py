@@ -1,0 +1,389 @@
+"""Deterministic restart testing: run a host in process on virtual time, crash it, restart it.
+
+A :class:`Harness` runs a :class:`~host.app.Host` on a trio clock that only moves when the
+process has nothing else to do, with a wall clock derived from trio time, so a 30-day reminder
+test runs in milliseconds and gives the same log every time. It drives prompts, advances virtual
+time, waits until every session is settled, stops cleanly or "crashes" (everything that was not
+durable is lost, locks are released, no cleanup runs), restarts a fresh host on the same root,
+and reads the logs back from disk::
+
+    import pytest
+    from host.testing import VirtualClock, open_harness
+
+    @pytest.fixture
+    def clock():
+        return VirtualClock()          # pytest-trio runs the test on this trio clock
+
+    async def test_reminder_survives_a_restart(tmp_path, clock):
+        async with open_harness(tmp_path) as h:
+            await h.start()
+            await h.prompt("main", "remind me in 5 seconds to stretch")
+            await h.settle()
+            await h.restart()                 # or: await h.crash(); await h.start()
+            await h.resume("main")
+            await h.advance(10)
+            dispatches = [e for e in h.events("main") if e["type"] == "schedule/change"
+                          and e["data"]["operation"] == "dispatch"]
+            assert len(dispatches) == 1
+
+Virtual time and threads: file writes and fsyncs run in worker threads. ``VirtualClock`` behaves
+like ``trio.testing.MockClock(autojump_threshold=0)`` but never jumps while a worker thread is in
+flight, so a reminder cannot fall due "during" an fsync. The harness also works on a plain
+``MockClock(autojump_threshold=0)`` (pytest-trio's ``autojump_clock`` fixture); event order is
+the same there, but timestamps may move forward while files are written.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+import trio
+
+from eventlog import Event, LogSnapshot, read_log
+from host.app import Adapters, EventAppended, Host, HostConfig, Notification, ShutdownReport, open_host
+from host.scripted import ScriptedAdapter
+
+DEFAULT_BASE_MS = 1_770_724_800_000
+"""2026-02-10T12:00:00Z, the epoch of the spec's examples."""
+
+_THREAD_POLL_S = 1.0  # real seconds; a finishing worker thread wakes the run loop at once
+_SAME_INSTANT_S = 1e-6  # deadlines closer than this to now are due now (float rounding)
+
+
+class TrioWallClock:
+    """The wall clock as trio time sees it: ``base_ms + round(trio.current_time() * 1000)``.
+
+    Under a virtual trio clock this is a virtual wall clock that never jumps on its own; every
+    host, schedule and time-context decision reads it.
+    """
+
+    def __init__(self, base_ms: int = DEFAULT_BASE_MS) -> None:
+        self.base_ms = base_ms
+
+    def now_ms(self) -> int:
+        return self.base_ms + round(trio.current_time() * 1000)
+
+
+class VirtualClock(trio.abc.Clock):
+    """A virtual trio clock that jumps to the next deadline whenever every task is blocked —
+    like ``trio.testing.MockClock(autojump_threshold=0)`` — except while a worker thread
+    (``trio.to_thread``, e.g. a file write or fsync) is in flight: then it waits for the thread in
+    real time, so no virtual time passes during file I/O. Time starts at 0.0 and moves only by
+    these jumps and by :meth:`jump`."""
+
+    def __init__(self) -> None:
+        self._now = 0.0
+
+    def start_clock(self) -> None:
+        pass
+
+    def current_time(self) -> float:
+        return self._now
+
+    def jump(self, seconds: float) -> None:
+        """Move virtual time forward by ``seconds`` (>= 0)."""
+        if seconds < 0:
+            raise ValueError("time can't go backwards")
+        self._now += seconds
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        # trio calls this only when no task is runnable.
+        if deadline <= self._now:
+            return 0.0
+        if trio.to_thread.current_default_thread_limiter().borrowed_tokens:
+            return _THREAD_POLL_S
+        if math.isinf(deadline):
+            return math.inf
+        self._now = deadline
+        return 0.0
+
+
+Survivors = Literal["durable", "before-match"]
+
+
+class Harness:
+    """Drives one host at a time on a session root (see the module docstring).
+
+    Create it with :func:`open_harness`. ``config`` is the :class:`HostConfig` every
+    :meth:`start` uses (its ``root`` is the harness root); ``adapters`` is called to give each
+    started host its model adapters (default: a fresh rules-mode scripted adapter).
+    ``notifications`` collects everything every started host published, in order.
+    """
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        config: HostConfig,
+        *,
+        clock: TrioWallClock,
+        adapters: Callable[[], Adapters],
+    ) -> None:
+        self._nursery = nursery
+        self.config = config
+        self.clock = clock
+        self._adapters = adapters
+        self._host: Host | None = None
+        self._stop_host: trio.Event | None = None
+        self._host_done: trio.Event | None = None
+        self._trigger: tuple[Callable[[str, Event], bool], Survivors, bool] | None = None
+        self._crashed = trio.Event()
+        self.notifications: list[Notification] = []
+
+    @property
+    def root(self) -> Path:
+        return Path(self.config.root)
+
+    @property
+    def host(self) -> Host:
+        """The running host; raises if none is running."""
+        if self._host is None:
+            raise RuntimeError("no host is running: call start() first")
+        return self._host
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    async def start(self) -> Host:
+        """Start a fresh host on the root (sessions become live on first use or :meth:`resume`)."""
+        if self._host is not None:
+            raise RuntimeError("a host is already running: stop() or crash() it first")
+        self._crashed = trio.Event()
+        return await self._nursery.start(self._run_host)
+
+    async def _run_host(self, *, task_status: trio.TaskStatus[Host] = trio.TASK_STATUS_IGNORED) -> None:
+        stop, done = trio.Event(), trio.Event()
+        self._stop_host, self._host_done = stop, done
+        try:
+            async with open_host(self.config, adapters=self._adapters(), clock=self.clock) as host:
+                host.subscribe(self._observe)
+                self._host = host
+                task_status.started(host)
+                await stop.wait()
+        finally:
+            self._host = None
+            done.set()
+
+    async def _finish_host(self) -> None:
+        assert self._stop_host is not None and self._host_done is not None
+        self._stop_host.set()
+        await self._host_done.wait()
+
+    async def stop(self) -> ShutdownReport:
+        """Shut the host down cleanly (host.md §4.3.9): abort running turns as ``disposed``,
+        keep queued input, flush and close every session."""
+        report = await self.host.shutdown()
+        await self._finish_host()
+        return report
+
+    async def crash(self, *, keep: Mapping[str, int] | None = None, torn_tail: bool = False) -> None:
+        """Kill the host as a crash would. No cleanup event is written and nothing more is made
+        durable: each session's file is cut back to what was durable at this moment (or to the
+        last seq given in ``keep``); a session never made durable loses its file. Locks are
+        released. With ``torn_tail`` the first lost record is left half-written, as a crash in
+        the middle of a write would leave it (the next open repairs it)."""
+        host = self.host
+        survivors = await host.abandon()
+        survivors.update(keep or {})
+        for session_id, last_seq in survivors.items():
+            await trio.to_thread.run_sync(_cut, host.store.path(session_id), last_seq, torn_tail)
+        await self._finish_host()
+        self._crashed.set()
+
+    def crash_when(
+        self,
+        predicate: Callable[[str, Event], bool],
+        *,
+        survivors: Survivors = "durable",
+        torn_tail: bool = False,
+    ) -> None:
+        """Arm a one-shot crash: when an event for which ``predicate(session_id, event)`` holds is
+        appended, the host crashes (:meth:`crash`) as of that instant. ``survivors="durable"``
+        loses everything that was not durable yet, the matching event included;
+        ``"before-match"`` keeps every event before the matching one (the start of a write batch
+        reached the disk, its end did not). Await :meth:`crashed` to wait for it."""
+        self._trigger = (predicate, survivors, torn_tail)
+
+    async def crashed(self) -> None:
+        """Wait until a crash armed by :meth:`crash_when` has happened."""
+        await self._crashed.wait()
+
+    def _observe(self, value: Notification) -> None:
+        self.notifications.append(value)
+        trigger = self._trigger
+        if trigger is None or not isinstance(value, EventAppended):
+            return
+        predicate, survivors, torn_tail = trigger
+        if not predicate(value.session_id, value.event):
+            return
+        self._trigger = None
+        live = self.host.live(value.session_id)
+        durable = live.session.durable_through if live is not None else -1
+        last = durable if survivors == "durable" else value.event.seq - 1
+        self._nursery.start_soon(self._crash_at, {value.session_id: last}, torn_tail)
+
+    async def _crash_at(self, keep: dict[str, int], torn_tail: bool) -> None:
+        await self.crash(keep=keep, torn_tail=torn_tail)
+
+    async def restart(self, *, crash: bool = False) -> Host:
+        """Stop (or crash) the running host and start a fresh one on the same root."""
+        if crash:
+            await self.crash()
+        else:
+            await self.stop()
+        return await self.start()
+
+    # --- driving ----------------------------------------------------------------------------------
+
+    async def prompt(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        client_time_zone: object = None,
+        mode: Literal["queue", "steer"] = "queue",
+        rpc_id: str | None = None,
+    ) -> str:
+        """Admit a text prompt as a front door would (``rpcId`` a fresh UUID4 unless given;
+        ``client_time_zone`` sent only when not ``None``); returns the message id."""
+        zone: dict[str, Any] = {} if client_time_zone is None else {"client_time_zone": client_time_zone}
+        return await self.host.admit(
+            session_id,
+            [{"type": "text", "text": text}],
+            rpc_id=rpc_id if rpc_id is not None else str(uuid.uuid4()),
+            mode=mode,
+            **zone,
+        )
+
+    async def resume(self, session_id: str) -> str:
+        """Make a session on disk live without input (its runtime starts and fires overdue
+        reminders); returns ``"resumed"`` or ``"already-live"``."""
+        return await self.host.resume(session_id)
+
+    async def settle(self) -> None:
+        """Wait until every live session is idle and its schedule runtime settled: tasks due now
+        (timers included) have run, and a final check passed without virtual time moving."""
+        while True:
+            await _run_due_tasks()
+            before = trio.current_time()
+            sessions = self.host.live_sessions()
+            for live in sessions:
+                await live.agent.when_idle()
+                await live.runtime.wait_settled()
+            current = self.host.live_sessions()
+            if (
+                trio.current_time() == before
+                and current == sessions
+                and all(live.agent.phase == "idle" for live in current)
+            ):
+                return
+
+    async def advance(self, seconds: float) -> None:
+        """Let ``seconds`` of virtual time pass (timers fire as they fall due), then settle."""
+        await trio.sleep(seconds)
+        await self.settle()
+
+    # --- reading ----------------------------------------------------------------------------------
+
+    def read(self, session_id: str) -> LogSnapshot:
+        """The session file as it is on disk, read without locking or repair."""
+        return read_log(Path(self.config.root) / f"{session_id}.jsonl", expected_id=session_id)
+
+    def events(self, session_id: str, *types: str) -> list[dict[str, Any]]:
+        """The session's events on disk as decoded envelopes (``{"type","seq","time","data",…}``),
+        only those of ``types`` if any are given."""
+        wanted = set(types)
+        return [
+            msgspec.json.decode(event.to_json())
+            for event in self.read(session_id).events
+            if not wanted or event.type in wanted
+        ]
+
+
+async def _run_due_tasks() -> None:
+    """Let every task that is runnable now run once, including those whose deadline lies within
+    a float rounding error of the current time."""
+    while True:
+        await trio.sleep(0)
+        due = trio.lowlevel.current_statistics().seconds_to_next_deadline
+        if due > _SAME_INSTANT_S:
+            return
+        await trio.sleep(max(due, 0.0))
+
+
+def _cut(path: Path, last_seq: int, torn_tail: bool) -> None:
+    """Cut a session file back so its last event is ``last_seq`` (a file with no surviving event
+    is removed, as it was never published); optionally leave half of the next record."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if last_seq < 0:
+        path.unlink()
+        return
+    end = data.index(b"\n") + 1
+    lost = b""
+    for line in _records(data[end:]):
+        if _last_seq(line) > last_seq:
+            lost = line
+            break
+        end += len(line)
+    with open(path, "r+b") as file:
+        file.truncate(end)
+        if torn_tail and lost:
+            file.seek(end)
+            file.write(lost[: max(1, (len(lost) - 1) // 2)])
+
+
+def _records(data: bytes) -> Iterable[bytes]:
+    start = 0
+    while start < len(data):
+        stop = data.find(b"\n", start)
+        stop = len(data) if stop < 0 else stop + 1
+        yield data[start:stop]
+        start = stop
+
+
+def _last_seq(record: bytes) -> int:
+    """The last seq a record stands for (an event, or a packed chunk row's last member)."""
+    value = msgspec.json.decode(record)
+    if "seq" in value:
+        return value["seq"]
+    members = value["data"].get("texts") or value["data"].get("args") or ()
+    return value["seq0"] + len(members) - 1
+
+
+@asynccontextmanager
+async def open_harness(
+    root: str | os.PathLike[str],
+    *,
+    base_ms: int = DEFAULT_BASE_MS,
+    adapters: Callable[[], Adapters] | None = None,
+    **config: Any,
+) -> AsyncIterator[Harness]:
+    """A :class:`Harness` on ``root``. ``config`` holds :class:`HostConfig` fields (e.g.
+    ``time_context=True, time_zone="Europe/Berlin"``; ``write_delay_ms`` defaults to 0, so
+    events become durable exactly at flushes). A host still running at the end is stopped
+    cleanly."""
+    host_config = replace(HostConfig(root=os.path.abspath(root), write_delay_ms=0), **config)
+    async with trio.open_nursery() as nursery:
+        harness = Harness(
+            nursery,
+            host_config,
+            clock=TrioWallClock(base_ms),
+            adapters=adapters or (lambda: {"scripted": ScriptedAdapter()}),
+        )
+        try:
+            yield harness
+        finally:
+            if harness._host is not None:
+                with trio.CancelScope(shield=True):
+                    await harness.stop()
