@@ -50,8 +50,8 @@ class FakeSession:
     holding only the durable prefix, as a restart after a crash would see it.
     Failure injection: ``fail_flushes(n, after=k)`` lets ``k`` more flushes succeed, then makes
     ``n`` flushes raise (``n=math.inf``: every one); ``fail_appends(n, after=k)`` does the same
-    for appends; ``events_error`` makes reading ``events`` raise; ``hold_flush(k)`` returns a ``trio.Event`` the ``k``-th flush (1-based)
-    waits for before completing.
+    for appends; ``events_error`` makes reading ``events`` raise; ``hold_flush(k)`` returns a
+    ``trio.Event`` the ``k``-th flush (1-based) waits for before completing.
     """
 
     def __init__(
@@ -150,6 +150,22 @@ class FakeSession:
         event = FakeEvent(type, len(self._events), raw)
         self._events.append(event)
         return event
+
+
+def create_change(
+    id: str,
+    kind: str = "at",
+    scheduled_at: str = "2027-01-10T09:00:00.000Z",
+    *,
+    prompt: str | None = None,
+    **fields: Any,
+) -> tuple[str, dict[str, Any]]:
+    """A ``(type, data)`` pair for a ``schedule/change`` create; ``fields`` are the kind's own
+    camelCase fields (``afterSeconds``, ``everySeconds``)."""
+    record: dict[str, Any] = {"id": id, "kind": kind, "prompt": prompt or f"prompt of {id}"}
+    record.update(fields)
+    record["scheduledAt"] = scheduled_at
+    return ("schedule/change", {"version": 1, "operation": "create", "schedule": record})
 
 
 def describe(type: str, data: Any) -> str:

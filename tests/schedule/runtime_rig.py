@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import trio
 import trio.testing
@@ -20,15 +19,6 @@ SOURCE = {"kind": "plugin", "plugin": "schedule"}
 
 def ms(instant: str) -> int:
     return parse_instant(instant)
-
-
-def create_change(
-    id: str, kind: str, scheduled_at: str, *, prompt: str | None = None, **extra: Any
-) -> tuple[str, dict[str, Any]]:
-    record: dict[str, Any] = {"id": id, "kind": kind, "prompt": prompt or f"prompt of {id}"}
-    record.update(extra)
-    record["scheduledAt"] = scheduled_at
-    return ("schedule/change", {"version": 1, "operation": "create", "schedule": record})
 
 
 @dataclass

@@ -16,8 +16,8 @@ from trio.testing import MockClock
 
 from schedule import ScheduleQueue, ScheduleRuntime, fold, format_instant
 
-from .doubles import FakeAgent, FakeSession, TrioWallClock
-from .runtime_rig import EPOCH, SOURCE, create_change, live, ms
+from .doubles import FakeAgent, FakeSession, TrioWallClock, create_change
+from .runtime_rig import EPOCH, SOURCE, live, ms
 
 MINUTE = 60.0
 HOUR = 3600.0
@@ -104,7 +104,9 @@ async def test_e11_batch_framing_order_and_shared_accepted_at(autojump_clock: Mo
     ]
 
 
-async def test_e9_busy_agent_every_latest_only_with_the_decision_sample(autojump_clock: MockClock) -> None:
+async def test_e9_busy_agent_every_latest_only_with_the_decision_sample(
+    autojump_clock: MockClock,
+) -> None:
     session = FakeSession()
     clock = TrioWallClock(ms("2027-01-10T09:45:00.000Z"))
     async with live(session, clock) as rt:
@@ -144,7 +146,9 @@ async def test_e14_busy_agent_waits_for_idle_once(autojump_clock: MockClock) -> 
         assert rt.agent.idle_waits == 1
 
 
-async def test_busy_again_after_a_delivery_means_one_reminder_turn_at_a_time(autojump_clock: MockClock) -> None:
+async def test_busy_again_after_a_delivery_means_one_reminder_turn_at_a_time(
+    autojump_clock: MockClock,
+) -> None:
     session = FakeSession(
         [
             create_change("schedule-1", "at", "2027-01-10T08:00:10.000Z"),
@@ -240,7 +244,10 @@ def occurrences(batch_text: str) -> list[str]:
 # -- the failure table (§11.8) ---------------------------------------------------------------
 
 
-async def test_preflight_failure_no_dispatch_no_fault_no_timer(autojump_clock: MockClock, caplog: pytest.LogCaptureFixture) -> None:
+async def test_preflight_failure_no_dispatch_no_fault_no_timer(
+    autojump_clock: MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:30.000Z")
     async with live(session, TrioWallClock(EPOCH)) as rt:
         await rt.settle()
@@ -255,7 +262,10 @@ async def test_preflight_failure_no_dispatch_no_fault_no_timer(autojump_clock: M
         assert len(rt.agent.followups) == 1
 
 
-async def test_corrupt_fold_faults_the_runtime_but_not_the_tools(autojump_clock: MockClock, caplog: pytest.LogCaptureFixture) -> None:
+async def test_corrupt_fold_faults_the_runtime_but_not_the_tools(
+    autojump_clock: MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     session = FakeSession([("schedule/change", {"version": 1, "operation": "dispatch", "id": "ghost"})])
     async with live(session, TrioWallClock(EPOCH)) as rt:
         await rt.settle()
@@ -281,7 +291,11 @@ async def test_unreadable_events_fault_the_runtime(autojump_clock: MockClock) ->
 
 
 @pytest.mark.parametrize("bad", [RuntimeError("clock broke"), "soon", 1.5, 2**60])
-async def test_decision_failure_no_dispatch_no_fault(autojump_clock: MockClock, bad: object, caplog: pytest.LogCaptureFixture) -> None:
+async def test_decision_failure_no_dispatch_no_fault(
+    autojump_clock: MockClock,
+    bad: object,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:30.000Z")
     clock = TrioWallClock(EPOCH)
     async with live(session, clock) as rt:
@@ -301,7 +315,9 @@ async def test_decision_failure_no_dispatch_no_fault(autojump_clock: MockClock, 
         assert rt.agent.followup_times == [EPOCH + 3_600_000]
 
 
-async def test_decision_failure_inside_maintenance_releases_without_dispatch(autojump_clock: MockClock) -> None:
+async def test_decision_failure_inside_maintenance_releases_without_dispatch(
+    autojump_clock: MockClock,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:00.000Z")
     clock = TrioWallClock(EPOCH)
     agent = FakeAgent(journal=session.journal)
@@ -325,7 +341,10 @@ async def test_decision_failure_inside_maintenance_releases_without_dispatch(aut
         assert session.journal[3:] == [*DELIVERY, "flush"]
 
 
-async def test_maintenance_host_failure_faults(autojump_clock: MockClock, caplog: pytest.LogCaptureFixture) -> None:
+async def test_maintenance_host_failure_faults(
+    autojump_clock: MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:00.000Z")
     agent = FakeAgent(journal=session.journal)
     agent.maintenance_error = RuntimeError("host broke")
@@ -336,7 +355,8 @@ async def test_maintenance_host_failure_faults(autojump_clock: MockClock, caplog
         assert session.changes()[1:] == []
 
 
-async def test_followup_failure_writes_no_dispatch_and_a_later_trigger_retries(autojump_clock: MockClock, 
+async def test_followup_failure_writes_no_dispatch_and_a_later_trigger_retries(
+    autojump_clock: MockClock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     session = one_shot_log("2027-01-10T08:00:00.000Z")
@@ -355,7 +375,10 @@ async def test_followup_failure_writes_no_dispatch_and_a_later_trigger_retries(a
         assert session.changes()[1:] == [{"version": 1, "operation": "dispatch", "id": "schedule-1"}]
 
 
-async def test_dispatch_append_failure_faults_and_is_not_resent(autojump_clock: MockClock, caplog: pytest.LogCaptureFixture) -> None:
+async def test_dispatch_append_failure_faults_and_is_not_resent(
+    autojump_clock: MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:00.000Z")
     session.fail_appends(1)
     async with live(session, TrioWallClock(EPOCH)) as rt:
@@ -390,7 +413,10 @@ async def test_batch_append_failure_keeps_earlier_dispatches(autojump_clock: Moc
     ]
 
 
-async def test_post_dispatch_barrier_failure_keeps_the_dispatch(autojump_clock: MockClock, caplog: pytest.LogCaptureFixture) -> None:
+async def test_post_dispatch_barrier_failure_keeps_the_dispatch(
+    autojump_clock: MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:00.000Z")
     session.fail_flushes(1, after=1)
     async with live(session, TrioWallClock(EPOCH)) as rt:
@@ -405,7 +431,10 @@ async def test_post_dispatch_barrier_failure_keeps_the_dispatch(autojump_clock: 
         assert len(rt.agent.followups) == 1
 
 
-async def test_idle_wait_failure_is_logged_without_re_drive(autojump_clock: MockClock, caplog: pytest.LogCaptureFixture) -> None:
+async def test_idle_wait_failure_is_logged_without_re_drive(
+    autojump_clock: MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:30.000Z")
     async with live(session, TrioWallClock(EPOCH), idle_hook=False) as rt:
         await rt.settle()
@@ -441,7 +470,9 @@ async def test_a_pending_idle_wait_starts_no_second_one(autojump_clock: MockCloc
 # -- triggers -----------------------------------------------------------------------------------
 
 
-async def test_on_agent_idle_drives_only_when_the_full_log_has_schedule_changes(autojump_clock: MockClock) -> None:
+async def test_on_agent_idle_drives_only_when_the_full_log_has_schedule_changes(
+    autojump_clock: MockClock,
+) -> None:
     session = FakeSession([("turn/start", {"turn": 1}), ("turn/end", {"turn": 1})])
     async with live(session, TrioWallClock(EPOCH)) as rt:
         await rt.settle()
@@ -459,7 +490,10 @@ async def test_on_agent_idle_drives_only_when_the_full_log_has_schedule_changes(
         assert rt.agent.followups == []  # the parent's reminder is not the child's
 
 
-async def test_on_agent_idle_check_failure_is_logged_and_ignored(autojump_clock: MockClock, caplog: pytest.LogCaptureFixture) -> None:
+async def test_on_agent_idle_check_failure_is_logged_and_ignored(
+    autojump_clock: MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     session = FakeSession([("turn/start", {"turn": 1})])
     async with live(session, TrioWallClock(EPOCH)) as rt:
         await rt.settle()
@@ -526,7 +560,9 @@ async def test_aclose_during_a_pending_idle_wait(autojump_clock: MockClock) -> N
     await runtime.wait_settled()
 
 
-async def test_aclose_lets_a_drive_step_holding_the_queue_finish_and_do_nothing_more(autojump_clock: MockClock) -> None:
+async def test_aclose_lets_a_drive_step_holding_the_queue_finish_and_do_nothing_more(
+    autojump_clock: MockClock,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:00.000Z")
     gate = session.hold_flush(1)
     agent = FakeAgent(journal=session.journal)
@@ -572,7 +608,9 @@ async def test_aclose_before_run_and_run_only_once(autojump_clock: MockClock) ->
         await runtime.run()
 
 
-async def test_wait_settled_covers_a_pending_idle_wait_but_not_an_armed_timer(autojump_clock: MockClock) -> None:
+async def test_wait_settled_covers_a_pending_idle_wait_but_not_an_armed_timer(
+    autojump_clock: MockClock,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:30.000Z")
     async with live(session, TrioWallClock(EPOCH), idle_hook=False) as rt:
         with trio.fail_after(1):
@@ -608,7 +646,9 @@ def test_segment_must_be_a_positive_int(segment: object) -> None:
 # -- restart and delivery guarantee (§11.10) --------------------------------------------------
 
 
-async def test_overdue_after_restart_is_delivered_once_then_never_again(autojump_clock: MockClock) -> None:
+async def test_overdue_after_restart_is_delivered_once_then_never_again(
+    autojump_clock: MockClock,
+) -> None:
     session = one_shot_log("2027-01-10T07:00:00.000Z")
     clock = TrioWallClock(EPOCH)
     async with live(session, clock) as rt:
@@ -623,7 +663,9 @@ async def test_overdue_after_restart_is_delivered_once_then_never_again(autojump
             assert session.journal == ["flush"]
 
 
-async def test_a_crash_before_the_dispatch_is_durable_repeats_the_reminder(autojump_clock: MockClock) -> None:
+async def test_a_crash_before_the_dispatch_is_durable_repeats_the_reminder(
+    autojump_clock: MockClock,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:00.000Z")
     session.fail_flushes(1, after=1)  # the post-dispatch barrier fails
     clock = TrioWallClock(EPOCH)
@@ -650,7 +692,9 @@ def shift_reads(clock: TrioWallClock, shifts: dict[int, int]) -> None:
     clock.now_ms = now_ms  # type: ignore[method-assign]
 
 
-async def test_the_decision_sample_not_the_wake_sample_is_accepted_at(autojump_clock: MockClock) -> None:
+async def test_the_decision_sample_not_the_wake_sample_is_accepted_at(
+    autojump_clock: MockClock,
+) -> None:
     session = FakeSession([create_change("e", "every", "2027-01-10T07:00:00.000Z", everySeconds=1800)])
     clock = TrioWallClock(EPOCH)
     shift_reads(clock, {2: 4_321})  # read 1: wake sample; read 2: decision sample
@@ -659,7 +703,9 @@ async def test_the_decision_sample_not_the_wake_sample_is_accepted_at(autojump_c
     assert session.changes()[1]["acceptedAt"] == "2027-01-10T08:00:04.321Z"
 
 
-async def test_a_rollback_between_wake_and_decision_arms_instead_of_firing(autojump_clock: MockClock) -> None:
+async def test_a_rollback_between_wake_and_decision_arms_instead_of_firing(
+    autojump_clock: MockClock,
+) -> None:
     session = one_shot_log("2027-01-10T08:00:00.000Z")
     clock = TrioWallClock(EPOCH)
     shift_reads(clock, {2: -30_000})  # the decision sample is 30 s earlier: not due yet

@@ -21,7 +21,7 @@ from schedule import (
     compact_json,
 )
 
-from .doubles import FakeAgent, FakeSession, FixedClock, Notifications
+from .doubles import FakeAgent, FakeSession, FixedClock, Notifications, create_change
 
 NOW = 1799568000000  # 2027-01-10T08:00:00.000Z
 UNCERTAIN = "Schedule persistence is uncertain; retry with schedule_list before relying on this result."
@@ -31,13 +31,6 @@ E1_VIEW = (
     '{"id":"schedule-1","kind":"after","prompt":"stretch","afterSeconds":90,'
     '"scheduledAt":"2027-01-10T08:01:30.000Z","state":"scheduled","deliveryMode":"session-local"}'
 )
-
-
-def create_change(id: str, kind: str = "at", at: str = "2027-01-10T09:00:00.000Z", **extra: Any) -> tuple[str, dict[str, Any]]:
-    record: dict[str, Any] = {"id": id, "kind": kind, "prompt": f"prompt of {id}"}
-    record.update(extra)
-    record["scheduledAt"] = at
-    return ("schedule/change", {"version": 1, "operation": "create", "schedule": record})
 
 
 class Rig:
@@ -213,7 +206,10 @@ async def test_ids_count_every_created_id_and_are_never_reused() -> None:
         ({"prompt": "x", "every_seconds": -600}, ("frequency_too_high", "every_seconds must be at least 300.")),
     ],
 )
-async def test_create_pre_queue_failures_cost_no_flush(args: dict[str, Any], expected: tuple[str, str | None]) -> None:
+async def test_create_pre_queue_failures_cost_no_flush(
+    args: dict[str, Any],
+    expected: tuple[str, str | None],
+) -> None:
     code, message = expected
     if message is None:
         message = "schedule_create accepts exactly one of after_seconds, at, or every_seconds."
@@ -246,7 +242,10 @@ async def test_create_pre_queue_failures_cost_no_flush(args: dict[str, Any], exp
         ),
     ],
 )
-async def test_create_bad_at_costs_one_flush_and_stores_nothing(at: Any, expected: tuple[str, str]) -> None:
+async def test_create_bad_at_costs_one_flush_and_stores_nothing(
+    at: Any,
+    expected: tuple[str, str],
+) -> None:
     rig = Rig()
     assert await rig.create({"prompt": "x", "at": at}) == error(*expected)
     assert rig.counts() == (1, 1)
@@ -463,7 +462,9 @@ async def test_a_lone_surrogate_prompt_ends_as_internal_error() -> None:
     assert rig.session.changes() == []
 
 
-async def test_observer_failure_is_logged_and_does_not_change_the_result(caplog: pytest.LogCaptureFixture) -> None:
+async def test_observer_failure_is_logged_and_does_not_change_the_result(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     rig = Rig()
     rig.notes.error = RuntimeError("observer broke")
     with caplog.at_level(logging.WARNING, logger="schedule"):
@@ -560,7 +561,9 @@ async def test_cancelled_while_waiting_for_the_queue_appends_nothing() -> None:
     assert rig.session.changes() == []
 
 
-async def test_cancelled_during_the_preflight_appends_nothing(autojump_clock: trio.testing.MockClock) -> None:
+async def test_cancelled_during_the_preflight_appends_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     rig = Rig()
     rig.session.hold_flush(1)
     with trio.move_on_after(1) as scope:

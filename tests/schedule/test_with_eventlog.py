@@ -119,7 +119,10 @@ async def test_a_failed_sync_makes_the_result_uncertain_until_a_later_preflight(
     assert [c["operation"] for c in changes_on_disk(store.path("main"))] == ["create", "dispatch"]
 
 
-async def test_data_eventlog_refuses_is_an_internal_error(autojump_clock: MockClock, tmp_path: Path) -> None:
+async def test_data_eventlog_refuses_is_an_internal_error(
+    autojump_clock: MockClock,
+    tmp_path: Path,
+) -> None:
     clock = TrioWallClock(EPOCH)
     store = eventlog.SessionStore(tmp_path, clock=clock)
     async with live_session(store, clock, id="main", create=True) as (session, rt):
