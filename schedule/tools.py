@@ -62,7 +62,7 @@ _BAD_DELETE_ID = "schedule_delete id must be non-empty without surrounding white
 _BAD_SELECTOR = "schedule_create accepts exactly one of after_seconds, at, or every_seconds."
 _CREATE_KEYS = frozenset({"prompt", "after_seconds", "at", "every_seconds"})
 _SELECTORS = ("after_seconds", "at", "every_seconds")
-_LOCAL_AT_KEYS = frozenset({"date", "time", "time_zone"})
+_LOCAL_AT_KEYS = ("date", "time", "time_zone")
 _CHANGE_TYPE = "schedule/change"
 
 
@@ -175,14 +175,23 @@ def _check_create_schema(args: object) -> dict[str, Any]:
             raise InvalidToolArguments(f"$.{key}: expected number")
     if "at" in args:
         at = args["at"]
-        local_ok = (
-            isinstance(at, dict)
-            and at.keys() == _LOCAL_AT_KEYS
-            and all(isinstance(at[k], str) for k in _LOCAL_AT_KEYS)
-        )
-        if not (isinstance(at, str) or local_ok):
+        if isinstance(at, dict):
+            _check_local_at_schema(at)
+        elif not isinstance(at, str):
             raise InvalidToolArguments("$.at: must match exactly one of 2 schemas")
     return args
+
+
+def _check_local_at_schema(at: Mapping[str, Any]) -> None:
+    """The object branch of ``at``: exactly ``date``, ``time``, ``time_zone``, all strings."""
+    for key in _LOCAL_AT_KEYS:
+        if key not in at:
+            raise InvalidToolArguments(f'$.at: missing required property "{key}"')
+    for key, value in at.items():
+        if key not in _LOCAL_AT_KEYS:
+            raise InvalidToolArguments(f'$.at: unexpected property "{key}"')
+        if not isinstance(value, str):
+            raise InvalidToolArguments(f"$.at.{key}: expected string")
 
 
 def _precheck_create(args: Mapping[str, Any]) -> None:

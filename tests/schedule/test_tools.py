@@ -477,32 +477,40 @@ async def test_observer_failure_is_logged_and_does_not_change_the_result(
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "message"),
     [
-        None,
-        [],
-        "prompt",
-        {},
-        {"prompt": 5, "after_seconds": 5},
-        {"prompt": None, "after_seconds": 5},
-        {"prompt": "x", "after_seconds": "5"},
-        {"prompt": "x", "after_seconds": True},
-        {"prompt": "x", "after_seconds": None},
-        {"prompt": "x", "every_seconds": False},
-        {"prompt": "x", "every_seconds": [600]},
-        {"prompt": "x", "at": 5},
-        {"prompt": "x", "at": None},
-        {"prompt": "x", "at": ["2027-01-11T09:15:00Z"]},
-        {"prompt": "x", "at": {"date": "2027-01-11", "time": "09:15:00"}},
-        {"prompt": "x", "at": {"date": "2027-01-11", "time": "09:15:00", "time_zone": "UTC", "x": 1}},
-        {"prompt": "x", "at": {"date": "2027-01-11", "time": 915, "time_zone": "UTC"}},
-        {"prompt": "x", "at": {"date": "2027-01-11", "time": "09:15:00", "time_zone": None}},
+        (None, "$: expected object"),
+        ([], "$: expected object"),
+        ("prompt", "$: expected object"),
+        ({}, '$: missing required property "prompt"'),
+        ({"prompt": 5, "after_seconds": 5}, "$.prompt: expected string"),
+        ({"prompt": None, "after_seconds": 5}, "$.prompt: expected string"),
+        ({"prompt": "x", "after_seconds": "5"}, "$.after_seconds: expected number"),
+        ({"prompt": "x", "after_seconds": True}, "$.after_seconds: expected number"),
+        ({"prompt": "x", "after_seconds": None}, "$.after_seconds: expected number"),
+        ({"prompt": "x", "every_seconds": False}, "$.every_seconds: expected number"),
+        ({"prompt": "x", "every_seconds": [600]}, "$.every_seconds: expected number"),
+        ({"prompt": "x", "at": 5}, "$.at: must match exactly one of 2 schemas"),
+        ({"prompt": "x", "at": None}, "$.at: must match exactly one of 2 schemas"),
+        ({"prompt": "x", "at": ["2027-01-11T09:15:00Z"]}, "$.at: must match exactly one of 2 schemas"),
+        ({"prompt": "x", "at": {"date": "2027-01-11", "time": "09:15:00"}}, '$.at: missing required property "time_zone"'),
+        (
+            {"prompt": "x", "at": {"date": "2027-01-11", "time": "09:15:00", "time_zone": "UTC", "x": 1}},
+            '$.at: unexpected property "x"',
+        ),
+        ({"prompt": "x", "at": {"date": "2027-01-11", "time": 915, "time_zone": "UTC"}}, "$.at.time: expected string"),
+        (
+            {"prompt": "x", "at": {"date": "2027-01-11", "time": "09:15:00", "time_zone": None}},
+            "$.at.time_zone: expected string",
+        ),
     ],
 )
-async def test_create_schema_violations_raise(args: Any) -> None:
+async def test_create_schema_violations_raise(args: Any, message: str) -> None:
+    # The messages follow the host's `<path>: <problem>` form (host.md §3.7).
     rig = Rig()
-    with pytest.raises(InvalidToolArguments):
+    with pytest.raises(InvalidToolArguments) as caught:
         await rig.tools.schedule_create(args, caller=rig.agent)
+    assert caught.value.message == message
     assert rig.counts() == (0, 0)
 
 
