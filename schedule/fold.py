@@ -10,25 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Protocol
 
 import msgspec
 
 from .errors import ScheduleLogError
 from .jsontext import MAX_SAFE, compact_json, safe_int
+from .protocols import LoggedEvent
 from .records import Create, Delete, EveryRecord, Record, ScheduleChange, decode_checked
 from .timeparse import MAX_MS, MIN_MS, format_instant, parse_instant
 
 _CHANGE = "schedule/change"
-
-
-class _Event(Protocol):
-    """The ``LoggedEvent`` Protocol of §8, as far as the fold needs it."""
-
-    @property
-    def type(self) -> str: ...
-
-    def value(self) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,14 +87,16 @@ def resolve_every(record: EveryRecord, accepted_ms: int) -> tuple[int, int | Non
 
 
 class _Folding:
-    """Mutable accumulator of one fold; dicts keep create order and in-place replacement."""
+    """Mutable accumulator of one fold. Dicts keep create order and in-place replacement;
+    every targets advance as integers and are formatted once, in ``result()``."""
 
-    __slots__ = ("active", "targets", "seen")
+    __slots__ = ("active", "targets", "advanced", "seen")
 
     def __init__(self) -> None:
-        self.active: dict[str, Record] = {}
-        self.targets: dict[str, int] = {}
-        self.seen: dict[str, None] = {}
+        self.active: dict[str, Record] = {}  # as created
+        self.targets: dict[str, int] = {}  # current scheduledAt in ms
+        self.advanced: set[str] = set()  # every records whose target moved
+        self.seen: dict[str, None] = {}  # an ordered set
 
     def apply(self, change: ScheduleChange, instant: int | None) -> None:
         """Apply one decoded change; ``instant`` is what ``decode_checked`` parsed."""
@@ -121,33 +114,34 @@ class _Folding:
         if record is None:
             verb = "delete" if type(change) is Delete else "dispatch"
             raise ScheduleLogError(f"schedule {verb} targets inactive id {compact_json(rid)}")
-        if type(change) is Delete:
-            self._remove(rid)
-        elif type(record) is not EveryRecord:
-            if change.accepted_at is not msgspec.UNSET:
-                raise ScheduleLogError("one-shot dispatch must not contain acceptedAt")
-            self._remove(rid)
-        elif change.accepted_at is msgspec.UNSET:
-            raise ScheduleLogError("every dispatch must contain acceptedAt")
-        else:
-            _, following = _resolve(self.targets[rid], record.every_seconds, instant)
-            if following is None:
-                self._remove(rid)
+        if type(change) is not Delete:
+            if type(record) is not EveryRecord:
+                if change.accepted_at is not msgspec.UNSET:
+                    raise ScheduleLogError("one-shot dispatch must not contain acceptedAt")
+            elif change.accepted_at is msgspec.UNSET:
+                raise ScheduleLogError("every dispatch must contain acceptedAt")
             else:
-                self.active[rid] = msgspec.structs.replace(
-                    record, scheduled_at=format_instant(following)
-                )
-                self.targets[rid] = following
-
-    def _remove(self, rid: str) -> None:
+                _, following = _resolve(self.targets[rid], record.every_seconds, instant)
+                if following is not None:
+                    self.targets[rid] = following
+                    self.advanced.add(rid)
+                    return
         del self.active[rid]
         del self.targets[rid]
+        self.advanced.discard(rid)
 
     def result(self) -> Fold:
-        return Fold(tuple(self.active.values()), tuple(self.seen))
+        advanced, targets = self.advanced, self.targets
+        active = tuple(
+            msgspec.structs.replace(record, scheduled_at=format_instant(targets[rid]))
+            if rid in advanced
+            else record
+            for rid, record in self.active.items()
+        )
+        return Fold(active, tuple(self.seen))
 
 
-def _fold_into(events: Sequence[_Event], seed_length: int) -> _Folding:
+def _fold_into(events: Sequence[LoggedEvent], seed_length: int) -> _Folding:
     if type(seed_length) is not int or not 0 <= seed_length <= len(events):
         raise ScheduleLogError("schedule seedLength must be within the supplied event log")
     state = _Folding()
@@ -160,7 +154,7 @@ def _fold_into(events: Sequence[_Event], seed_length: int) -> _Folding:
     return state
 
 
-def fold(events: Sequence[_Event], seed_length: int) -> Fold:
+def fold(events: Sequence[LoggedEvent], seed_length: int) -> Fold:
     """Fold the ``schedule/change`` events of ``events[seed_length:]`` (§6.2, §6.3).
 
     Other event types are skipped; the seed prefix is ignored entirely (even if corrupt).
@@ -173,7 +167,7 @@ def fold(events: Sequence[_Event], seed_length: int) -> Fold:
     return _fold_into(events, seed_length).result()
 
 
-def check_append(events: Sequence[_Event], seed_length: int, data: object) -> None:
+def check_append(events: Sequence[LoggedEvent], seed_length: int, data: object) -> None:
     """Raise ``ScheduleLogError`` unless ``events`` plus the candidate payload fold (§6.4).
 
     ``data`` is the payload about to be appended (a mapping, a parsed value or raw bytes).

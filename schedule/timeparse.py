@@ -1,15 +1,17 @@
 """Instants, strict `at` parsing and local-time resolution (spec schedule.md §2.3, §5.2–§5.5).
 
-Everything is integer epoch milliseconds on the proleptic Gregorian calendar, computed by
-hand: no ``fromisoformat``/``strptime`` (too lenient) and no ``isoformat``/``strftime``
-(wrong output shapes), and ``datetime`` only where zone rules are needed (§12).
+Everything is integer epoch milliseconds on the proleptic Gregorian calendar: strings are
+matched by the spec's regular expressions and formatted field by field, never with
+``fromisoformat``/``strptime`` (too lenient) or ``isoformat``/``strftime`` (wrong shapes);
+``datetime`` only supplies day ordinals and zone rules (§12).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import date, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
 from .errors import ScheduleInputError, ScheduleLogError
@@ -21,11 +23,12 @@ MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
 
 _DAY_MS = 86_400_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _ONE_MS = timedelta(milliseconds=1)
 
-_INSTANT = re.compile(
-    r"(?!0000)([0-9]{4})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
-    r"T([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9])\.([0-9]{3})Z"
+_INSTANT = re.compile(  # §2.3, verbatim
+    r"(?!0000)[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
 )
 _AT = re.compile(
     r"(?P<y>[0-9]{4})-(?P<mo>[0-9]{2})-(?P<d>[0-9]{2})"
@@ -60,30 +63,10 @@ OUT_OF_RANGE = (
 )
 
 
-# --- proleptic Gregorian calendar, by integer arithmetic -----------------------------------
-
-
-def _days_from_civil(y: int, m: int, d: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date (any year)."""
-    y -= m <= 2
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
-def _civil_from_days(z: int) -> tuple[int, int, int]:
-    """Inverse of ``_days_from_civil``."""
-    z += 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (m <= 2), m, d
+# --- proleptic Gregorian calendar ---------------------------------------------------------
+# ``date`` supplies day ordinals for years 1-9999 (every year that reaches these functions);
+# everything else is integer millisecond arithmetic. Dates repeat a lot within one log, so the
+# two date conversions on the fold's hot path are memoised (pure functions, bounded caches).
 
 
 def _days_in_month(y: int, m: int) -> int:
@@ -97,8 +80,23 @@ def _is_real_date(y: int, m: int, d: int) -> bool:
 
 
 def _fields_ms(y: int, mo: int, d: int, h: int, mi: int, s: int, milli: int) -> int:
-    """The fields read as a UTC wall time, in epoch ms."""
-    return _days_from_civil(y, mo, d) * _DAY_MS + ((h * 60 + mi) * 60 + s) * 1000 + milli
+    """The fields of a real date (year 1-9999) read as a UTC wall time, in epoch ms."""
+    days = date(y, mo, d).toordinal() - _EPOCH_ORDINAL
+    return days * _DAY_MS + ((h * 60 + mi) * 60 + s) * 1000 + milli
+
+
+@functools.lru_cache(maxsize=4096)
+def _instant_days(text: str) -> int | None:
+    """Days since 1970-01-01 of a ``YYYY-MM-DD`` already matched by the shape; ``None`` if unreal."""
+    y, mo, d = int(text[0:4]), int(text[5:7]), int(text[8:10])
+    return date(y, mo, d).toordinal() - _EPOCH_ORDINAL if _is_real_date(y, mo, d) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _date_text(days: int) -> str:
+    """``YYYY-MM-DDT`` of a day number within years 1-9999."""
+    day = date.fromordinal(days + _EPOCH_ORDINAL)
+    return f"{day.year:04d}-{day.month:02d}-{day.day:02d}T"
 
 
 # --- canonical UTC instants (§2.3) ---------------------------------------------------------
@@ -109,11 +107,10 @@ def format_instant(ms: int) -> str:
     if type(ms) is not int or not MIN_MS <= ms <= MAX_MS:
         raise ValueError(f"instant {ms!r} is outside years 0001-9999")
     days, rest = divmod(ms, _DAY_MS)
-    y, mo, d = _civil_from_days(days)
     rest, milli = divmod(rest, 1000)
     rest, s = divmod(rest, 60)
     h, mi = divmod(rest, 60)
-    return f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.{milli:03d}Z"
+    return f"{_date_text(days)}{h:02d}:{mi:02d}:{s:02d}.{milli:03d}Z"
 
 
 def parse_instant(s: object) -> int:
@@ -121,13 +118,13 @@ def parse_instant(s: object) -> int:
 
     Guarantee: ``format_instant(parse_instant(s)) == s`` whenever it returns.
     """
-    m = _INSTANT.fullmatch(s) if isinstance(s, str) else None
-    if m is None:
+    if not isinstance(s, str) or _INSTANT.fullmatch(s) is None:
         raise ScheduleLogError(_BAD_INSTANT_SHAPE)
-    y, mo, d, h, mi, sec, milli = map(int, m.groups())
-    if d > 28 and d > _days_in_month(y, mo):
+    days = _instant_days(s[:10])
+    if days is None:
         raise ScheduleLogError(_BAD_INSTANT_DATE)
-    return _fields_ms(y, mo, d, h, mi, sec, milli)
+    clock = (int(s[11:13]) * 60 + int(s[14:16])) * 60 + int(s[17:19])
+    return days * _DAY_MS + clock * 1000 + int(s[20:23])
 
 
 # --- model input: `at` strings, local objects, range (§5.2–§5.5) ---------------------------
