@@ -28,7 +28,7 @@ def _prompt(prompt: object) -> str:
     return p
 
 
-def _check_id(id: str) -> None:
+def _require_id(id: str) -> None:
     # A programming error, not model input: a bad id would write a record the decoder rejects.
     if not isinstance(id, str) or not id or js_trim(id) != id:
         raise ValueError(f"schedule id {id!r} must be non-empty without surrounding whitespace")
@@ -40,7 +40,7 @@ def create_after(id: str, prompt: object, after_seconds: object, now_ms: object)
     Order: prompt → ``after_seconds`` a positive safe integer (``invalid_rule``) →
     range/future. An integral float delay is stored as ``int``.
     """
-    _check_id(id)
+    _require_id(id)
     p = _prompt(prompt)
     seconds = safe_int(after_seconds)
     if seconds is None or seconds <= 0:
@@ -55,7 +55,7 @@ def create_every(id: str, prompt: object, every_seconds: object, now_ms: object)
     Order: prompt → safe integer (``invalid_rule``) → ``>= 300`` (``frequency_too_high``)
     → interval in ms safe (``time_out_of_range``) → range/future.
     """
-    _check_id(id)
+    _require_id(id)
     p = _prompt(prompt)
     seconds = safe_int(every_seconds)
     if seconds is None:
@@ -74,7 +74,7 @@ def create_at(id: str, prompt: object, at: object, now_ms: object) -> AtRecord:
 
     Only the resolved UTC instant is kept: no offset, local field or zone name.
     """
-    _check_id(id)
+    _require_id(id)
     p = _prompt(prompt)
     if isinstance(at, str):
         t = parse_at_string(at)

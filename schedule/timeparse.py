@@ -200,13 +200,13 @@ def resolve_local_at(at: Mapping[object, object]) -> int:
     """
     if set(at) != _LOCAL_KEYS:
         raise _rule(LOCAL_KEYS)
-    date, time, zone = at["date"], at["time"], at["time_zone"]
-    if not isinstance(date, str) or not isinstance(time, str):
+    day_text, time_text, zone = at["date"], at["time"], at["time_zone"]
+    if not isinstance(day_text, str) or not isinstance(time_text, str):
         raise _rule(LOCAL_TYPES)
     if not isinstance(zone, str):
         raise ScheduleInputError("invalid_time_zone", ZONE_NOT_STRING)
-    dm = _LOCAL_DATE.fullmatch(date)
-    tm = _LOCAL_TIME.fullmatch(time)
+    dm = _LOCAL_DATE.fullmatch(day_text)
+    tm = _LOCAL_TIME.fullmatch(time_text)
     if dm is None or tm is None:
         raise _rule(LOCAL_SHAPE)
     y, mo, d = int(dm[1]), int(dm[2]), int(dm[3])

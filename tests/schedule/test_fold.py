@@ -16,6 +16,7 @@ from schedule import (
     allocate_id,
     check_append,
     fold,
+    parse_instant,
 )
 from tests.schedule import changelog as cl
 from tests.schedule.changelog import BrokenEv, Ev, RawEv
@@ -230,6 +231,60 @@ def test_reminders_fixture() -> None:
     before_delete = fold(events[: changes[-1]], 0)
     assert before_delete.active == (
         EveryRecord("schedule-2", "drink water", 600, "2026-02-10T12:20:00.009Z"),)
+
+
+def test_e11_batch_dispatches_advance_in_create_order() -> None:
+    result = folded(
+        cl.every("schedule-1", "2027-01-10T10:00:00.000Z", prompt="drink water", seconds=3600),
+        cl.every("schedule-2", "2027-01-10T09:55:00.000Z", prompt="stand up", seconds=300),
+        cl.dispatch("schedule-2", "2027-01-10T10:07:30.000Z"),
+        cl.dispatch("schedule-1", "2027-01-10T10:07:30.000Z"),
+    )
+    assert result.active == (
+        EveryRecord("schedule-1", "drink water", 3600, "2027-01-10T11:00:00.000Z"),
+        EveryRecord("schedule-2", "stand up", 300, "2027-01-10T10:10:00.000Z"),
+    )
+
+
+def _texts(value: object) -> list[str]:
+    """Every string under a ``"text"`` key, depth first."""
+    if isinstance(value, dict):
+        found = [value["text"]] if isinstance(value.get("text"), str) else []
+        return found + [t for v in value.values() for t in _texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return []
+
+
+def test_reminders_fixture_replays_through_eventlog() -> None:
+    """Read with eventlog: each logged dispatch is what ``decide`` gives at its decision time,
+    and the follow-up text queued before it is the framing of that decision."""
+    eventlog = pytest.importorskip("eventlog")
+    from schedule import EveryBatch, OneShot, decide
+    from schedule.framing import frame_batch, frame_one_shot
+
+    snapshot = eventlog.read_log(FIXTURES / "reminders-1.jsonl")
+    events = list(snapshot.events)
+    reminders = [(i, t) for i, e in enumerate(events) for t in _texts(e.value())
+                 if t.startswith("[SCHEDULE REMINDER")]
+    dispatches = [i for i, e in enumerate(events)
+                  if e.type == "schedule/change" and e.value()["operation"] == "dispatch"]
+    assert len(dispatches) == 2
+    for index in dispatches:
+        payload = events[index].value()
+        active = fold(events[:index], snapshot.header.seed_length or 0).active
+        sample = events[index].time if "acceptedAt" not in payload else parse_instant(payload["acceptedAt"])
+        decision = decide(active, sample)
+        framed = [t for i, t in reminders if i < index][-1]
+        if isinstance(decision, OneShot):
+            assert "acceptedAt" not in payload and decision.record.id == payload["id"]
+            assert framed == frame_one_shot(decision.record)
+        else:
+            assert isinstance(decision, EveryBatch)
+            assert decision.accepted_at == payload["acceptedAt"]
+            assert [r.id for r, _ in decision.items] == [payload["id"]]
+            assert framed == frame_batch(decision)
+    assert fold(events, 0) == Fold((), ("schedule-1", "schedule-2"))
 
 
 # --- the append guard -------------------------------------------------------------------------
