@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from . import vocab
 from .errors import CorruptLog
 from .format import Event, build_event
 
@@ -29,8 +30,8 @@ OUTCOME_UNKNOWN_TEXT = (
     "operation is read-only or idempotent; if it may have side effects, first verify external "
     "state or ask the user. Do not retry blindly."
 )
-_NOT_STARTED_ERROR = {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
-_OUTCOME_UNKNOWN_ERROR = {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+_NOT_STARTED_ERROR = vocab.ToolError(name="ToolNotStartedError", code="TOOL_NOT_STARTED")
+_OUTCOME_UNKNOWN_ERROR = vocab.ToolError(name="ToolOutcomeUnknownError", code="TOOL_OUTCOME_UNKNOWN")
 
 
 class _TurnView(msgspec.Struct):
@@ -135,34 +136,35 @@ def plan_closers(events: Sequence[Event], path: str | Path) -> tuple[int | None,
             if call_seq is None
             else (OUTCOME_UNKNOWN_TEXT, _OUTCOME_UNKNOWN_ERROR)
         )
-        message = {
-            "id": f"interrupted-tool-result-{call_id}-{seq}",
-            "role": "user",
-            "source": {"kind": "tool", "callId": call_id},
-            "content": [
-                {
-                    "type": "tool-result",
-                    "toolCallId": call_id,
-                    "isError": True,
-                    "content": [{"type": "text", "text": text}],
-                }
+        message = vocab.Message(
+            id=f"interrupted-tool-result-{call_id}-{seq}",
+            role="user",
+            source=vocab.ToolSource(call_id=call_id),
+            content=[
+                vocab.ToolResultBlock(
+                    tool_call_id=call_id, is_error=True, content=[vocab.TextBlock(text=text)]
+                )
             ],
-        }
+        )
         closers.append(
             build_event(
-                "tool/result",
+                vocab.TOOL_RESULT,
                 seq,
                 time,
-                {"turn": open_turn, "step": step, "message": message, "error": error},
+                vocab.ToolResult(turn=open_turn, step=step, message=message, error=error),
                 surface_op="append",
                 source_event_seqs=None if call_seq is None else (call_seq,),
             )
         )
         seq += 1
     if open_step is not None:
-        closers.append(build_event("step/end", seq, time, {"turn": open_turn, "step": open_step}))
+        closers.append(
+            build_event(vocab.STEP_END, seq, time, vocab.StepEnd(turn=open_turn, step=open_step))
+        )
         seq += 1
     closers.append(
-        build_event("turn/end", seq, time, {"turn": open_turn, "reason": {"kind": "interrupted"}})
+        build_event(
+            vocab.TURN_END, seq, time, vocab.TurnEnd(turn=open_turn, reason=vocab.Interrupted())
+        )
     )
     return open_turn, tuple(closers)
