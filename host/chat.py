@@ -1,0 +1,412 @@
+"""``turnlog chat``: an interactive terminal assistant over an in-process host (host.md §7.2).
+
+The pure part renders what a person sees: tool calls (``· <name> <arguments>``), tool results
+(``· → <text>``), a turn that ended badly (``! <code>: <message>`` or ``! cancelled``) and reminder
+notices (``⏰ reminder: <prompt>``, ``⏰ <n> reminders``). :class:`Display` is the host observer
+that prints them as they happen, streaming assistant text from live deltas and keeping the
+``> `` prompt marker on its own line when a reminder arrives while the user types.
+:func:`run_chat` reads stdin without blocking trio (a worker thread per read) and handles the
+slash commands, Ctrl-C and Ctrl-D.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+
+import schedule
+import timecontext
+from eventlog import Event
+from host.app import (
+    Adapters,
+    Delta,
+    EventAppended,
+    Host,
+    HostConfig,
+    HostError,
+    LiveSession,
+    Notification,
+    StatusChanged,
+    check_session_id,
+    open_host,
+)
+from host.rpc import EXIT_SIGINT
+
+PROMPT = "> "
+SCHEDULE_SOURCE = {"kind": "plugin", "plugin": "schedule"}
+RECENT_MESSAGES = 5
+EXIT_LINE = "reminders fire only while the session is open; continue with: turnlog chat --session {id}"
+HELP = """\
+commands:
+  /steer TEXT   add TEXT to the running turn at its next step
+  /reminders    list the active reminders of this session
+  /session      print the session id and its log file
+  /help         this list
+  /quit         leave (also Ctrl-D); Ctrl-C cancels a running turn, or leaves when idle
+anything else is a prompt; a line typed while a turn runs is queued for the next turn"""
+
+
+# --- rendering (pure) ----------------------------------------------------------------------------
+
+
+def text_of(content: Sequence[Mapping[str, Any]]) -> str:
+    """The text blocks of a content list, joined."""
+    return "".join(block.get("text", "") for block in content if block.get("type") == "text")
+
+
+def tool_call_line(name: str, arguments: str) -> str:
+    return f"· {name} {arguments}"
+
+
+def tool_result_line(message: Mapping[str, Any]) -> str:
+    """``· → <text>`` for a ``tool/result`` message (its tool-result block's text)."""
+    blocks = message.get("content") or ()
+    inner = blocks[0].get("content", ()) if blocks else ()
+    return f"· → {text_of(inner)}"
+
+
+def turn_end_line(reason: Mapping[str, Any]) -> str | None:
+    """``! <code>: <message>`` for an error, ``! cancelled`` for an abort, else nothing."""
+    kind = reason.get("kind")
+    if kind == "error":
+        error = reason.get("error") or {}
+        return f"! {error.get('code')}: {error.get('message')}"
+    if kind == "aborted":
+        return "! cancelled"
+    return None
+
+
+def _framed_value(text: str, key: str) -> Any:
+    prefix = f"{key}: "
+    for line in text.split("\n"):
+        if line.startswith(prefix):
+            try:
+                return json.loads(line[len(prefix) :])
+            except ValueError:
+                return None
+    return None
+
+
+def reminder_notice(message: Mapping[str, Any]) -> str:
+    """``⏰ reminder: <prompt>`` for one reminder, ``⏰ <n> reminders`` for a batch."""
+    text = text_of(message.get("content") or ())
+    batch = _framed_value(text, "reminders_json")
+    if isinstance(batch, list):
+        return f"⏰ {len(batch)} reminders"
+    prompt = _framed_value(text, "reminder_prompt_json")
+    return f"⏰ reminder: {prompt if isinstance(prompt, str) else text}"
+
+
+def is_reminder(message: Mapping[str, Any]) -> bool:
+    return message.get("source") == SCHEDULE_SOURCE
+
+
+def is_reading(message: Mapping[str, Any]) -> bool:
+    source = message.get("source") or {}
+    return source.get("kind") == "plugin" and source.get("plugin") == "time-context"
+
+
+def reminders_inserted(event: Event) -> list[Mapping[str, Any]]:
+    """The schedule follow-ups a splice inserts (empty for any other event)."""
+    if event.type != "agent/inbox/spliced":
+        return []
+    return [message for message in event.value().get("inserted", ()) if is_reminder(message)]
+
+
+def transcript_lines(event: Event) -> list[str]:
+    """How a surface event reads in a transcript (the resumed session's recent messages, the
+    demo): prompts as ``> <text>``, reminders, tool calls, results and replies. Time readings
+    and other events give nothing."""
+    data = event.value()
+    if event.type == "user/message":
+        if is_reminder(data):
+            return [reminder_notice(data)]
+        if is_reading(data) or (data.get("source") or {}).get("kind") != "user":
+            return []
+        return [PROMPT + text_of(data.get("content") or ())]
+    if event.type == "assistant/message":
+        content = data["message"].get("content") or ()
+        lines = [tool_call_line(b["name"], b["arguments"]) for b in content if b.get("type") == "tool-call"]
+        text = text_of(content)
+        return ([text] if text else []) + lines
+    if event.type == "tool/result":
+        return [tool_result_line(data["message"])]
+    return []
+
+
+def reminder_lines(live: LiveSession) -> list[str]:
+    """``/reminders``: the active reminders from schedule's fold of the session."""
+    active = schedule.fold(live.session.events, live.session.seed_length).active
+    if not active:
+        return ["no active reminders"]
+    lines = []
+    for record in active:
+        every = f" (every {record.every_seconds} s)" if isinstance(record, schedule.EveryRecord) else ""
+        lines.append(f"{record.id}  {record.scheduled_at}{every}  {record.prompt}")
+    return lines
+
+
+# --- the display ---------------------------------------------------------------------------------
+
+
+class Display:
+    """Prints one session's activity as it happens (a :meth:`Host.subscribe` observer).
+
+    ``interactive`` shows the ``> `` marker whenever the session becomes idle and again after a
+    reminder notice. Output that arrives while the marker is shown starts on a fresh line, so a
+    line the user is typing is never overwritten.
+    """
+
+    def __init__(self, session_id: str, out: TextIO, *, interactive: bool) -> None:
+        self.session_id = session_id
+        self.out = out
+        self.interactive = interactive
+        self._at_prompt = False  # the marker (and maybe typed text) ends the screen's last line
+        self._mid_line = False  # streamed text without its newline yet
+        self._streamed = False  # this step's text was shown from deltas
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def _fresh_line(self) -> None:
+        if self._at_prompt or self._mid_line:
+            self._write("\n")
+        self._at_prompt = self._mid_line = False
+
+    def line(self, text: str) -> None:
+        """Print ``text`` on its own line."""
+        self._fresh_line()
+        self._write(text + "\n")
+
+    def prompt(self) -> None:
+        """Show the ``> `` marker (interactive only)."""
+        if self.interactive and not self._at_prompt:
+            self._fresh_line()
+            self._write(PROMPT)
+            self._at_prompt = True
+
+    def user_entered(self) -> None:
+        """The user pressed Enter: the terminal moved to a new line."""
+        self._at_prompt = False
+
+    def __call__(self, value: Notification) -> None:
+        if isinstance(value, Delta):
+            if value.session_id == self.session_id:
+                self._delta(value.chunk)
+        elif isinstance(value, EventAppended):
+            if value.session_id == self.session_id:
+                self._event(value.event)
+        elif isinstance(value, StatusChanged):
+            if value.session_id == self.session_id and value.status == "idle":
+                self.prompt()
+
+    def _delta(self, chunk: Mapping[str, Any]) -> None:
+        kind = chunk.get("type")
+        if kind == "text-delta" and chunk.get("text"):
+            if not self._mid_line:
+                self._fresh_line()
+            self._write(chunk["text"])
+            self._mid_line = self._streamed = True
+        elif kind == "block-end" and self._mid_line:
+            self._write("\n")
+            self._mid_line = False
+
+    def _event(self, event: Event) -> None:
+        kind = event.type
+        if kind == "agent/inbox/spliced":
+            reminders = reminders_inserted(event)
+            if len(reminders) == 1:
+                self.line(reminder_notice(reminders[0]))
+            elif reminders:
+                self.line(f"⏰ {len(reminders)} reminders")
+            if reminders:
+                self.prompt()
+        elif kind == "step/start":
+            self._streamed = False
+        elif kind == "assistant/message" and not self._streamed:
+            text = text_of(event.value()["message"].get("content") or ())
+            if text:
+                self.line(text)
+        elif kind == "tool/call":
+            data = event.value()
+            self.line(tool_call_line(data["name"], data["arguments"]))
+        elif kind == "tool/result":
+            self.line(tool_result_line(event.value()["message"]))
+        elif kind == "turn/end":
+            notice = turn_end_line(event.value()["reason"])
+            if notice is not None:
+                self.line(notice)
+
+
+# --- the session loop ----------------------------------------------------------------------------
+
+
+def local_zone() -> str | None:
+    """This prompt's ``clientTimeZone``: the process zone by rules 1-3 of timecontext §8.2, or
+    ``None`` (never a default)."""
+    return timecontext.sampled_zone(os.environ, "/etc/localtime", schedule.canonicalize_time_zone)
+
+
+async def admit_text(host: Host, session_id: str, text: str, *, mode: str = "queue") -> str:
+    """Admit one typed prompt as any front door does: a fresh rpcId and the sampled local zone."""
+    zone = local_zone()
+    extra: dict[str, Any] = {} if zone is None else {"client_time_zone": zone}
+    return await host.admit(
+        session_id,
+        [{"type": "text", "text": text}],
+        rpc_id=str(uuid.uuid4()),
+        mode=mode,  # type: ignore[arg-type]
+        **extra,
+    )
+
+
+class _Chat:
+    """One chat run: the reader, the signal watcher and the commands."""
+
+    def __init__(self, host: Host, live: LiveSession, display: Display, *, interactive: bool, stdin_fd: int) -> None:
+        self.host = host
+        self.live = live
+        self.display = display
+        self.interactive = interactive
+        self.stdin_fd = stdin_fd
+        self.exit_code = 0
+        self.done = trio.Event()
+
+    def finish(self, code: int) -> None:
+        if not self.done.is_set():
+            self.exit_code = code
+            self.done.set()
+
+    async def read_lines(self) -> None:
+        """One line at a time from stdin (worker-thread reads; the terminal edits the line)."""
+        pending = b""
+        while True:
+            data = await trio.to_thread.run_sync(os.read, self.stdin_fd, 65536, abandon_on_cancel=True)
+            if not data:
+                break
+            pending += data
+            while b"\n" in pending:
+                raw, pending = pending.split(b"\n", 1)
+                self.display.user_entered()
+                if await self.handle(raw.decode("utf-8", "replace").strip()):
+                    return
+        if pending.strip():
+            if await self.handle(pending.decode("utf-8", "replace").strip()):
+                return
+        await self.live.agent.when_idle()
+        self.display.user_entered()
+        self.finish(0)
+
+    async def watch_signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                if self.live.agent.status == "running":
+                    self.live.agent.cancel("user")
+                else:
+                    self.finish(EXIT_SIGINT)
+
+    async def handle(self, line: str) -> bool:
+        """Act on one line; True when the chat should end."""
+        if not line:
+            self.display.prompt()
+            return False
+        if not self.interactive:
+            self.display.line(PROMPT + line)
+        if line.startswith("/"):
+            return await self.command(line)
+        await self.send(line, mode="queue")
+        return False
+
+    async def command(self, line: str) -> bool:
+        name, _, argument = line.partition(" ")
+        argument = argument.strip()
+        if name == "/quit":
+            self.finish(0)
+            return True
+        if name == "/help":
+            self.display.line(HELP)
+        elif name == "/session":
+            self.display.line(f"session: {self.live.id}\nlog: {self.live.session.path}")
+        elif name == "/reminders":
+            self.display.line("\n".join(reminder_lines(self.live)))
+        elif name == "/steer":
+            if argument:
+                await self.send(argument, mode="steer")
+                return False
+            self.display.line("usage: /steer TEXT")
+        else:
+            self.display.line(f"unknown command {name}; /help lists the commands")
+        self.display.prompt()
+        return False
+
+    async def send(self, text: str, *, mode: str) -> None:
+        try:
+            await admit_text(self.host, self.live.id, text, mode=mode)
+        except HostError as exc:
+            self.display.line(f"! {exc.code}: {exc.message}")
+            self.display.prompt()
+            return
+        if not self.interactive:
+            await self.live.agent.when_idle()
+
+
+async def run_chat(
+    config: HostConfig,
+    adapters: Adapters,
+    session_id: str | None,
+    *,
+    stdin_fd: int = 0,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Run the chat until ``/quit``, Ctrl-D, end of input (0) or Ctrl-C at an idle prompt (130);
+    1 when the session cannot be opened or flushed, 2 for an invalid ``--session``."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    sid = session_id if session_id is not None else f"session-{uuid.uuid4().hex}"
+    try:
+        check_session_id(sid)
+    except HostError:
+        err.write(f"turnlog: invalid session id {sid!r}: use 1-128 characters from [A-Za-z0-9._-], starting with a letter or digit\n")
+        return 2
+    interactive = os.isatty(stdin_fd)
+    async with open_host(config, adapters=adapters) as host:
+        path = Path(host.store.path(sid))
+        existed = await trio.to_thread.run_sync(path.exists)
+        try:
+            live = await host.session(sid)
+        except HostError as exc:
+            err.write(f"turnlog: {exc.message}\n")
+            return 1
+        display = Display(sid, out, interactive=interactive)
+        display.line(f"session: {sid}\nlog: {path}")
+        if existed:
+            recent = [line for event in live.session.events for line in transcript_lines(event)]
+            for line in recent[-RECENT_MESSAGES:]:
+                display.line(line)
+        if interactive:
+            display.line("type /help for commands")
+        host.subscribe(display)
+        chat = _Chat(host, live, display, interactive=interactive, stdin_fd=stdin_fd)
+        display.prompt()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(chat.read_lines)
+            nursery.start_soon(chat.watch_signals)
+            await chat.done.wait()
+            nursery.cancel_scope.cancel()
+        report = await host.shutdown()
+    display.line(EXIT_LINE.format(id=sid))
+    for failed_id, message in report.failed.items():
+        err.write(f'turnlog: session "{failed_id}" could not be flushed: {message}\n')
+    if report.failed:
+        return 1
+    return chat.exit_code
