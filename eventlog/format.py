@@ -434,31 +434,85 @@ class RecordDecoder:
         ``seq gap in committed region`` (detail ``expected X, got Y``).
         """
         try:
-            wire = _WIRE_EVENT.decode(line)
+            event = self._accept(_WIRE_EVENT.decode(line), expected_seq)
         except msgspec.DecodeError:
-            return self._decode_slow(line, expected_seq)
+            event = None
+        return [event] if event is not None else self._decode_slow(line, expected_seq)
+
+    def decode_region(self, region: bytes, expected_seq: int) -> list[Event] | None:
+        """The events of ``region``, a run of complete event lines each ending with LF, if
+        every line is a valid event line with contiguous seqs from ``expected_seq``; ``None``
+        when any line needs a closer look (a defect, a packed row, a replace op): then decode
+        the lines one by one. Kept events reference ``region`` (zero-copy).
+        """
+        count = region.count(b"\n")
+        # One JSON object per line, exactly: a "}\n{" can only sit between two objects (inside
+        # an object a closing brace is followed by "," "}" or "]"), so count - 1 of them plus
+        # "{" first and "}\n" last mean every LF separates two objects; and as many objects as
+        # LFs means no object spans lines. Anything else (CR LF included) goes line by line.
+        if (
+            not count
+            or region[0] != 0x7B
+            or region[-2] != 0x7D
+            or region.count(b"}\n{") != count - 1
+        ):
+            return None
+        try:
+            wires = _WIRE_EVENT.decode_lines(region)
+        except msgspec.DecodeError:
+            return None
+        if len(wires) != count:
+            return None
+        # The checks of _accept, inlined: this loop runs once per event of a cold read.
+        types = self._types
+        events: list[Event] = []
+        append = events.append
+        seq = expected_seq
+        for wire in wires:
+            known = types.get(wire.type)
+            if known is None:
+                if not is_event_type(wire.type):
+                    return None
+                known = types[wire.type] = (sys.intern(wire.type), wire.type in SURFACE_TYPES)
+            time = wire.time
+            if wire.seq != seq or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
+                return None
+            surface_op = wire.surfaceOp
+            sources = wire.sourceEventSeqs
+            if known[1]:
+                if surface_op is None or surface_op.__class__ is ReplaceOp:
+                    return None
+                if sources is not None and not _sources_ok(sources, known[0], seq):
+                    return None
+            elif surface_op is not None or sources is not None:
+                return None
+            append(Event(known[0], seq, time, wire.data, surface_op, sources, wire.ignorable))
+            seq += 1
+        return events
+
+    def _accept(self, wire: _WireEvent, expected_seq: int) -> Event | None:
+        # The event for a decoded envelope that passes every rule of §3.3 checkable without
+        # its line, or None (the line must be examined: invalid, or a replace op whose exact
+        # keys msgspec does not check).
         known = self._types.get(wire.type)
         if known is None:
             if not is_event_type(wire.type):
-                return self._decode_slow(line, expected_seq)
+                return None
             known = self._types[wire.type] = (sys.intern(wire.type), wire.type in SURFACE_TYPES)
         seq = wire.seq
         time = wire.time
-        if not (0 <= seq <= MAX_SAFE_INTEGER and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER):
-            return self._decode_slow(line, expected_seq)
+        if seq != expected_seq or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
+            return None
         surface_op = wire.surfaceOp
         sources = wire.sourceEventSeqs
         if known[1]:
-            if surface_op is None:
-                raise MalformedRecord(INVALID_ENVELOPE, f'surface type "{wire.type}" lacks surfaceOp')
-            if surface_op.__class__ is ReplaceOp or sources is not None:
-                # Rare (deepseek-harness compaction, provenance): check the exact shapes.
-                return self._decode_slow(line, expected_seq)
+            if surface_op is None or surface_op.__class__ is ReplaceOp:
+                return None
+            if sources is not None and not _sources_ok(sources, known[0], seq):
+                return None
         elif surface_op is not None or sources is not None:
-            return self._decode_slow(line, expected_seq)
-        if seq != expected_seq:
-            raise MalformedRecord(SEQ_GAP, f"expected {expected_seq}, got {seq}")
-        return [Event(known[0], seq, time, wire.data, surface_op, sources, wire.ignorable)]
+            return None
+        return Event(known[0], seq, time, wire.data, surface_op, sources, wire.ignorable)
 
     def _decode_slow(self, line: bytes, expected_seq: int) -> list[Event]:
         # Precise diagnosis of a record the fast path could not accept as it stands.
@@ -590,6 +644,15 @@ def check_envelope(obj: dict[str, Any]) -> None:
             _check_sources(obj["sourceEventSeqs"], type_, seq)
         except ValueError as exc:
             raise bad(str(exc)) from None
+
+
+def _sources_ok(sources: tuple[int, ...], type_: str, seq: int) -> bool:
+    # The sourceEventSeqs rules of §3.3 for a tuple msgspec already decoded as ints.
+    return (
+        (bool(sources) or type_ == "assistant/message")
+        and all(0 <= item < seq for item in sources)
+        and len(set(sources)) == len(sources)
+    )
 
 
 def _check_sources(sources: object, type_: str, seq: int) -> None:

@@ -160,9 +160,20 @@ class Scanner:
         return kept
 
     def _records(self, chunk: bytes, start: int, end: int, kept: list[Event]) -> None:
-        # The complete records chunk[start:end] (``end`` just past an LF): the hot loop.
+        # The complete records chunk[start:end] (``end`` just past an LF): all at once when
+        # they are plain valid event lines, else one by one (the hot loop of the slow path).
         base = self.file_bytes
         valid_until = _utf8_valid_until(chunk, start, end)
+        if self.defect is None and self.header is not None and valid_until == end:
+            region = chunk if start == 0 and end == len(chunk) else chunk[start:end]
+            events = self._decoder.decode_region(region, self.next_seq)
+            if events is not None:
+                kept += events
+                self.next_seq += len(events)
+                self._line += region.count(b"\n")
+                self.committed_line = self._line
+                self.committed_bytes = base + end
+                return
         find = chunk.find
         decode = self._decoder.decode
         pos = start

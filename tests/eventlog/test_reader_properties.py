@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from eventlog.errors import CorruptLog, UnsupportedFormat
 from eventlog.format import build_event
 from eventlog.reader import iter_events, read_log
+from eventlog.scan import Scanner, scan_bytes
 from tests.eventlog.spec_examples import E1_LINES, log_bytes
 
 SETTINGS = settings(
@@ -136,3 +137,21 @@ def test_random_corruption_is_refused_or_recovered_visibly(
     if kept_bytes < len(data):
         assert repair is not None and repair.truncate_to == kept_bytes
         assert repair.dropped_bytes == len(data) - kept_bytes
+
+
+@SETTINGS
+@given(log=valid_logs(), size=st.integers(1, 64))
+def test_bulk_and_line_by_line_scans_agree(log: tuple[list[bytes], list[int]], size: int) -> None:
+    data = log_bytes(log[0])
+    whole, expected = scan_bytes(data)
+    scanner = Scanner("<bytes>")
+    events = []
+    for start in range(0, len(data), size):
+        events += scanner.feed(data[start : start + size])
+    scanner.finish()
+    assert events == expected and [e.to_json() for e in events] == [e.to_json() for e in expected]
+    assert (scanner.committed_bytes, scanner.committed_line, scanner.next_seq) == (
+        whole.committed_bytes,
+        whole.committed_line,
+        whole.next_seq,
+    )

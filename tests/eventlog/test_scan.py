@@ -197,3 +197,30 @@ def test_resume_from_a_boundary() -> None:
     more = scanner.feed(log_bytes(E5_LINES))
     assert [e.seq for e in more] == list(range(6, 11))
     assert scanner.committed_bytes == len(E1) + len(log_bytes(E5_LINES))
+
+
+def test_two_objects_on_a_line_are_caught_even_when_another_object_spans_lines() -> None:
+    # As many objects as LFs, but not one per line: the bulk path must not be fooled.
+    two = b'{"type":"a/b","seq":6,"time":1,"data":1} {"type":"a/b","seq":7,"time":1,"data":2}'
+    split = [b'{"type":"a/b","seq":8,"time":1,"data":', b'{"x":1}}']
+    scanner, events = scan_bytes(log_bytes([*E1_LINES, two, *split]))
+    assert len(events) == 6
+    assert scanner.defect is not None
+    assert (scanner.defect.line, scanner.defect.reason) == (8, UNPARSABLE)
+    assert scanner.dropped_records == 3
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        b'{"type":"tool/result","seq":6,"time":1,"data":{},"surfaceOp":"append","sourceEventSeqs":[6]}',
+        b'{"type":"tool/result","seq":6,"time":1,"data":{},"surfaceOp":"append","sourceEventSeqs":[1,1]}',
+        b'{"type":"tool/result","seq":6,"time":1,"data":{},"surfaceOp":"append","sourceEventSeqs":[]}',
+        b'{"type":"a/b","seq":6,"time":1,"data":{},"ignorable":false}',
+        b'{"type":"a/b","seq":6,"time":1,"data":{},"sourceEventSeqs":null}',
+    ],
+)
+def test_bulk_path_applies_every_envelope_rule(record: bytes) -> None:
+    scanner, events = scan_bytes(log_bytes([*E1_LINES, record, E1_LINES[1]]))
+    assert len(events) == 6
+    assert scanner.defect is not None and scanner.defect.reason == INVALID_ENVELOPE
