@@ -26,6 +26,7 @@ from .format import Clock, Event, ReplaceOp, SessionHeader, SurfaceOp, SystemClo
 from .reader import Defect, LogSnapshot, Repair, iter_events, read_header, read_log, tail
 from .session import Session
 from .store import SessionInfo, SessionRootError, SessionStore, default_root
+from . import surface, vocab  # so `import eventlog` gives eventlog.surface.fold and eventlog.vocab
 
 __all__ = [
     "Clock",
