@@ -20,7 +20,7 @@ import watchfiles
 
 from .errors import CorruptLog, SessionNotFound
 from .format import Event, SessionHeader, check_not_zstd, decode_header
-from .repair import plan_closers
+from .repair import TurnTracker, plan_closers
 from .scan import CHUNK_SIZE, Defect, Scanner
 
 __all__ = [
@@ -174,18 +174,21 @@ def iter_events(path: str | os.PathLike[str], *, start_seq: int = 0) -> Iterator
 
     Memory stays bounded by one chunk plus the largest record. Stops silently at the committed
     end (a torn or droppable tail is not an error); raises ``CorruptLog`` where ``read_log``
-    would (committed corruption, header errors, ``seedLength`` beyond the events), possibly
-    after yielding the events before the problem.
+    would (header errors, committed corruption, ``seedLength`` beyond the events, an open turn
+    repair could not close), possibly after yielding the events before the problem.
     """
     _check_start_seq(start_seq)
     fd = _open(path)
     try:
         scanner = Scanner(path)
+        turns = TurnTracker(path)
         for chunk in _chunks(fd):
             for event in scanner.feed(chunk):
+                turns.feed(event)
                 if event.seq >= start_seq:
                     yield event
         scanner.finish()
+        turns.closers()  # an open turn that repair could not close is corrupt, as for read_log
     finally:
         os.close(fd)
 

@@ -18,7 +18,7 @@ from . import vocab
 from .errors import CorruptLog
 from .format import Event, build_event
 
-__all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "plan_closers"]
+__all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "TurnTracker", "plan_closers"]
 
 NOT_STARTED_TEXT = (
     "The tool call was interrupted before the Harness recorded it as started. "
@@ -77,11 +77,93 @@ def _malformed(event: Event, path: str | Path) -> CorruptLog:
     )
 
 
-def _read(event: Event, view: type[Any], path: str | Path) -> Any:
-    try:
-        return event.decode(view)
-    except msgspec.DecodeError:
-        raise _malformed(event, path) from None
+def _read(event: Event, view: type[Any]) -> Any:
+    # Raises msgspec.DecodeError on a missing or mistyped field; TurnTracker records it.
+    return event.decode(view)
+
+
+_TRACKED = frozenset(
+    {
+        vocab.TURN_START,
+        vocab.TURN_END,
+        vocab.STEP_START,
+        vocab.STEP_END,
+        vocab.ASSISTANT_MESSAGE,
+        vocab.TOOL_CALL,
+        vocab.TOOL_RESULT,
+    }
+)
+
+
+class TurnTracker:
+    """The §7.3 state of a log, fed its committed events in order (bounded memory: the open
+    turn's pending tool calls). ``closers()`` gives what repair appends after them."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = path
+        self._open_turn: int | None = None
+        self._open_step: int | None = None
+        self._pending: dict[str, tuple[int, int | None]] = {}  # callId -> (step, tool/call seq)
+        self._malformed: Event | None = None  # first unreadable event of the open turn
+        self._next_seq = 0
+        self._time = 0
+
+    def feed(self, event: Event) -> None:
+        self._next_seq = event.seq + 1
+        self._time = event.time
+        kind = event.type
+        if kind not in _TRACKED:
+            return
+        if kind == vocab.TURN_END:
+            self._open_turn = self._open_step = self._malformed = None
+            self._pending.clear()
+            return
+        if kind == vocab.TURN_START:
+            self._open_turn = 0
+            self._open_step = self._malformed = None
+            self._pending.clear()
+        elif self._open_turn is None or self._malformed is not None:
+            return  # outside a turn nothing is read; after a malformed event repair cannot run
+        try:
+            self._apply(event)
+        except msgspec.DecodeError:
+            self._malformed = event
+
+    def _apply(self, event: Event) -> None:
+        kind = event.type
+        pending = self._pending
+        if kind == vocab.TURN_START:
+            self._open_turn = _read(event, _TurnView).turn
+        elif kind == vocab.STEP_START:
+            self._open_step = _read(event, _StepView).step
+        elif kind == vocab.STEP_END:
+            self._open_step = None
+            pending.clear()
+        elif kind == vocab.ASSISTANT_MESSAGE:
+            calls = [b for b in _read(event, _AssistantView).message.content if b.type == "tool-call"]
+            if calls:
+                step = _read(event, _StepView).step
+                if not all(isinstance(block.id, str) for block in calls):
+                    raise msgspec.ValidationError("tool-call block without a string id")
+                for block in calls:
+                    pending.setdefault(block.id, (step, None))
+        elif kind == vocab.TOOL_CALL:
+            call_id = _read(event, _CallView).call_id
+            if call_id in pending:
+                pending[call_id] = (pending[call_id][0], event.seq)
+        elif kind == vocab.TOOL_RESULT:
+            pending.pop(_read(event, _ResultView).message.source.call_id, None)
+
+    def closers(self) -> tuple[int | None, tuple[Event, ...]]:
+        """``(open_turn, closers)`` after the events fed so far; ``(None, ())`` if no turn is
+        open. Raises ``CorruptLog`` if the open turn has an event whose fields cannot be read."""
+        if self._open_turn is None:
+            return None, ()
+        if self._malformed is not None:
+            raise _malformed(self._malformed, self._path)
+        return self._open_turn, _closers(
+            self._open_turn, self._open_step, self._pending, self._next_seq, self._time
+        )
 
 
 def plan_closers(events: Sequence[Event], path: str | Path) -> tuple[int | None, tuple[Event, ...]]:
@@ -93,42 +175,21 @@ def plan_closers(events: Sequence[Event], path: str | Path) -> tuple[int | None,
     must read is missing or mistyped.
     """
     start = len(events) - 1
-    while start >= 0 and events[start].type not in ("turn/start", "turn/end"):
+    while start >= 0 and events[start].type not in (vocab.TURN_START, vocab.TURN_END):
         start -= 1
-    if start < 0 or events[start].type == "turn/end":
-        return None, ()
-    open_turn = 0
-    open_step: int | None = None
-    pending: dict[str, tuple[int, int | None]] = {}  # callId -> (step, tool/call seq)
-    for event in events[start:]:
-        kind = event.type
-        if kind == "turn/start":
-            open_turn = _read(event, _TurnView, path).turn
-            open_step = None
-            pending.clear()
-        elif kind == "step/start":
-            open_step = _read(event, _StepView, path).step
-        elif kind == "step/end":
-            open_step = None
-            pending.clear()
-        elif kind == "assistant/message":
-            blocks = _read(event, _AssistantView, path).message.content
-            calls = [block for block in blocks if block.type == "tool-call"]
-            if calls:
-                step = _read(event, _StepView, path).step
-                for block in calls:
-                    if not isinstance(block.id, str):
-                        raise _malformed(event, path)
-                    pending.setdefault(block.id, (step, None))
-        elif kind == "tool/call":
-            call_id = _read(event, _CallView, path).call_id
-            if call_id in pending:
-                pending[call_id] = (pending[call_id][0], event.seq)
-        elif kind == "tool/result":
-            pending.pop(_read(event, _ResultView, path).message.source.call_id, None)
+    tracker = TurnTracker(path)
+    for event in events[max(start, 0) :]:
+        tracker.feed(event)
+    return tracker.closers()
 
-    seq = len(events)
-    time = events[-1].time
+
+def _closers(
+    open_turn: int,
+    open_step: int | None,
+    pending: dict[str, tuple[int, int | None]],
+    seq: int,
+    time: int,
+) -> tuple[Event, ...]:
     closers: list[Event] = []
     for call_id, (step, call_seq) in pending.items():
         text, error = (
@@ -167,4 +228,4 @@ def plan_closers(events: Sequence[Event], path: str | Path) -> tuple[int | None,
             vocab.TURN_END, seq, time, vocab.TurnEnd(turn=open_turn, reason=vocab.Interrupted())
         )
     )
-    return open_turn, tuple(closers)
+    return tuple(closers)

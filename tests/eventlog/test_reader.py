@@ -240,6 +240,11 @@ def test_unrepairable_open_turn_is_corrupt(tmp_path: Path) -> None:
     path = write(tmp_path, log_bytes([*E1_LINES, b'{"type":"turn/start","seq":6,"time":1,"data":{"turn":"two"}}']))
     with pytest.raises(CorruptLog, match="cannot repair interrupted turn: turn/start at seq 6 has malformed data"):
         read_log(path)
+    with pytest.raises(CorruptLog, match="cannot repair interrupted turn: turn/start at seq 6 has malformed data"):
+        list(iter_events(path))
+    # Once the turn has ended, nothing needs repair and its data is never read.
+    path.write_bytes(log_bytes([*E1_LINES, b'{"type":"turn/start","seq":6,"time":1,"data":{"turn":"two"}}', b'{"type":"turn/end","seq":7,"time":1,"data":{}}']))
+    assert read_log(path).repair is None and len(list(iter_events(path))) == 8
 
 
 def test_iter_events_start_seq_must_be_a_count(tmp_path: Path) -> None:

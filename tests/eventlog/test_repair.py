@@ -9,7 +9,7 @@ import pytest
 
 from eventlog.errors import CorruptLog
 from eventlog.format import Event, build_event
-from eventlog.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, plan_closers
+from eventlog.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, TurnTracker, plan_closers
 from eventlog.scan import scan_bytes
 from tests.eventlog.spec_examples import (
     E1_LINES,
@@ -202,3 +202,17 @@ def test_assistant_without_tool_calls_needs_no_step() -> None:
         "turn": 1,
         "reason": {"kind": "interrupted"},
     }
+
+
+def test_tracker_fed_everything_matches_plan_closers() -> None:
+    events = events_of([*E1_LINES[1:], *E5_LINES])
+    tracker = TurnTracker("/p")
+    for event in events:
+        tracker.feed(event)
+    assert tracker.closers() == plan_closers(events, "/p")
+    # A malformed event in a turn that ended is never a problem.
+    bad = [_event(0, "turn/start", {"turn": "x"}), _event(1, "turn/end", {}), _event(2, "turn/start", {"turn": 2})]
+    tracker = TurnTracker("/p")
+    for event in bad:
+        tracker.feed(event)
+    assert [c.type for c in tracker.closers()[1]] == ["turn/end"]
