@@ -524,7 +524,7 @@ class RecordDecoder:
             raise MalformedRecord(UNPARSABLE, f"not a JSON object ({type(obj).__name__})")
         if obj.get("type") in ROW_TYPES:
             return self._expand_row(line, expected_seq)
-        check_envelope(obj)
+        _check_envelope(obj)
         if obj["seq"] != expected_seq:
             raise MalformedRecord(SEQ_GAP, f"expected {expected_seq}, got {obj['seq']}")
         wire = _WIRE_EVENT.decode(line)
@@ -599,7 +599,7 @@ def _row_tag(line: bytes) -> str:
     return "packed"
 
 
-def check_envelope(obj: dict[str, Any]) -> None:
+def _check_envelope(obj: dict[str, Any]) -> None:
     """Check an untyped event object against every key and value rule of §3.3 except the seq
     count; raise ``MalformedRecord(INVALID_ENVELOPE, …)`` naming the first rule broken."""
 

@@ -237,11 +237,6 @@ class Scanner:
 
     # ---------------------------------------------------------------- end of input
 
-    @property
-    def pending_bytes(self) -> int:
-        """Length of the partial record after the last LF fed so far."""
-        return self._pending
-
     def finish(self) -> None:
         """End of file: a pending partial record is the torn fragment (recorded as the defect if
         there is none yet); check that there is a header and that ``seedLength`` fits."""
