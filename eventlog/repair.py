@@ -177,8 +177,10 @@ def plan_closers(events: Sequence[Event], path: str | Path) -> tuple[int | None,
     start = len(events) - 1
     while start >= 0 and events[start].type not in (vocab.TURN_START, vocab.TURN_END):
         start -= 1
+    if start < 0 or events[start].type == vocab.TURN_END:
+        return None, ()
     tracker = TurnTracker(path)
-    for event in events[max(start, 0) :]:
+    for event in events[start:]:
         tracker.feed(event)
     return tracker.closers()
 
