@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,7 +24,7 @@ import trio
 
 import schedule
 import timecontext
-from eventlog import Event
+from eventlog import Event, EventLogError
 from host.app import (
     Adapters,
     Delta,
@@ -152,6 +152,14 @@ def reminder_lines(live: LiveSession) -> list[str]:
         every = f" (every {record.every_seconds} s)" if isinstance(record, schedule.EveryRecord) else ""
         lines.append(f"{record.id}  {record.scheduled_at}{every}  {record.prompt}")
     return lines
+
+
+def sole_exception(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member groups (trio's nurseries wrap what their
+    bodies raise); ``exc`` itself otherwise."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 # --- the display ---------------------------------------------------------------------------------
@@ -306,13 +314,12 @@ class _Chat:
         self.display.user_entered()
         self.finish(0)
 
-    async def watch_signals(self) -> None:
-        with trio.open_signal_receiver(signal.SIGINT) as signals:
-            async for _ in signals:
-                if self.live.agent.status == "running":
-                    self.live.agent.cancel("user")
-                else:
-                    self.finish(EXIT_SIGINT)
+    async def watch_signals(self, signals: AsyncIterator[int]) -> None:
+        async for _ in signals:
+            if self.live.agent.status == "running":
+                self.live.agent.cancel("user")
+            else:
+                self.finish(EXIT_SIGINT)
 
     async def handle(self, line: str) -> bool:
         """Act on one line; True when the chat should end."""
@@ -379,13 +386,30 @@ async def run_chat(
         err.write(f"turnlog: invalid session id {sid!r}: use 1-128 characters from [A-Za-z0-9._-], starting with a letter or digit\n")
         return 2
     interactive = os.isatty(stdin_fd)
+    # Ctrl-C is ours from here on: queued until the watcher runs, never a KeyboardInterrupt.
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        return await _chat_session(config, adapters, sid, signals, interactive=interactive, stdin_fd=stdin_fd,
+                                   out=out, err=err)
+
+
+async def _chat_session(
+    config: HostConfig,
+    adapters: Adapters,
+    sid: str,
+    signals: AsyncIterator[int],
+    *,
+    interactive: bool,
+    stdin_fd: int,
+    out: TextIO,
+    err: TextIO,
+) -> int:
     async with open_host(config, adapters=adapters) as host:
         path = Path(host.store.path(sid))
         existed = await trio.to_thread.run_sync(path.exists)
         try:
             live = await host.session(sid)
-        except HostError as exc:
-            err.write(f"turnlog: {exc.message}\n")
+        except (HostError, EventLogError) as exc:
+            err.write(f"turnlog: {exc}\n")
             return 1
         display = Display(sid, out, interactive=interactive)
         display.line(f"session: {sid}\nlog: {path}")
@@ -400,7 +424,7 @@ async def run_chat(
         display.prompt()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(chat.read_lines)
-            nursery.start_soon(chat.watch_signals)
+            nursery.start_soon(chat.watch_signals, signals)
             await chat.done.wait()
             nursery.cancel_scope.cancel()
         report = await host.shutdown()

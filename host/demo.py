@@ -20,9 +20,9 @@ from typing import TextIO
 import trio
 
 import schedule
-from eventlog import Event, read_log
+from eventlog import Event, EventLogError, read_log
 from host.app import EventAppended, HostConfig, HostError, Notification, StatusChanged, open_host
-from host.chat import PROMPT, admit_text, reminders_inserted, reminder_notice, transcript_lines
+from host.chat import PROMPT, admit_text, reminder_notice, reminders_inserted, sole_exception, transcript_lines
 from host.scripted import ScriptedAdapter
 
 FIRST_TURN_TIMEOUT_S = 30.0
@@ -126,11 +126,14 @@ async def run_demo(
     path = root / f"{session_id}.jsonl"
     try:
         verdict, replayed = await _tour(config, session_id, seconds, say)
-    except DemoCheckFailed as exc:
-        err.write(f"turnlog: demo check failed: {exc}\n")
-        return 1
-    except HostError as exc:
-        err.write(f"turnlog: {exc.message}\n")
+    except (DemoCheckFailed, HostError, EventLogError, BaseExceptionGroup) as raised:
+        exc = sole_exception(raised)
+        if isinstance(exc, DemoCheckFailed):
+            err.write(f"turnlog: demo check failed: {exc}\n")
+        elif isinstance(exc, (HostError, EventLogError)):
+            err.write(f"turnlog: {exc}\n")
+        else:
+            raise
         return 1
     if as_json:
         result = {
