@@ -396,7 +396,9 @@ class Session:
                         logger.exception('on_flushed observer of session "%s" failed', self.id)
             if failure is not None:
                 self._unbatched_from = durable_end  # the batch stays pending, ahead of newer events
-                self._paused = True
+                # Automatic retries pause until a new event arrives; one appended during this
+                # write already has its window running.
+                self._paused = len(self._events) == end
                 err = attempt.error = failure.error(self.id)
                 if failure.permanent:
                     self._failure = err

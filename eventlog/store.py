@@ -215,13 +215,26 @@ class SessionStore:
     @asynccontextmanager
     async def _running(self, session: Session) -> AsyncIterator[Session]:
         # The writer runs in this nursery; whatever ends the block, aclose flushes (shielded),
-        # stops the writer and releases the file.
+        # stops the writer and releases the file. The body's exception (and aclose's) is
+        # re-raised unchanged after the nursery, not wrapped in an ExceptionGroup: the writer
+        # never fails, so the nursery has nothing of its own to report.
+        body: BaseException | None = None
+        closing: PersistenceError | None = None
         async with trio.open_nursery() as nursery:
+            await nursery.start(session._run_writer)
             try:
-                await nursery.start(session._run_writer)
                 yield session
-            finally:
+            except BaseException as exc:
+                body = exc
+            try:
                 await session.aclose()
+            except PersistenceError as exc:
+                closing = exc
+        if closing is not None:
+            closing.__context__ = body
+            raise closing
+        if body is not None:
+            raise body
 
     @contextmanager
     def _reserve(self, id: str, error: type[Exception]) -> Iterator[None]:

@@ -1,0 +1,357 @@
+"""Fault injection through the ``fileio`` seam (spec eventlog.md §6.2–§6.4, §7.4, E14): every
+failure gives a typed ``PersistenceError``, leaves a loadable file, and a retry succeeds without
+duplicating or reordering events."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import threading
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from eventlog import PersistenceError, Session, SessionStore, fileio, read_log
+from tests.eventlog.live_support import E1_BYTES, SetClock, TrioWallClock, place, replay
+from tests.eventlog.spec_examples import E1_LINES, E4_CLOSERS, E5_CLOSERS, E5_LINES, log_bytes
+
+ERRNOS = [errno.ENOSPC, errno.EIO]
+E3_LINE4 = b'{"type":"user/message","seq":2,"time":1767261600102,"data":{"id":"msg-1"'
+
+
+@pytest.fixture
+def clock() -> SetClock:
+    return SetClock()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "sessions"
+
+
+@pytest.fixture
+def store(root: Path, clock: SetClock) -> SessionStore:
+    return SessionStore(root, clock=clock, write_delay_ms=0)
+
+
+def temp_files(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.name.endswith(".tmp"))
+
+
+def check_error(exc: PersistenceError, id: str, err: int) -> None:
+    assert str(exc).startswith(f'failed to persist session "{id}": ')
+    assert isinstance(exc.__cause__, OSError) and exc.__cause__.errno == err
+    assert not exc.permanent
+
+
+async def test_failed_sync_e14(store: SessionStore, root: Path, clock: SetClock) -> None:
+    path = place(root, "demo-1.jsonl", E1_BYTES)
+    flushed: list[int] = []
+    async with store.open("demo-1") as session:
+        session.on_flushed(lambda s, through: flushed.append(through))
+        replay(session, clock, E5_LINES[:2])  # seqs 6 and 7
+        with fileio.fail("sync", errno.EIO) as fault:
+            with pytest.raises(PersistenceError) as info:
+                await session.flush()
+        assert fault.failures == 1
+        check_error(info.value, "demo-1", errno.EIO)
+        assert path.stat().st_size == 887
+        assert session.durable_through == 5 and flushed == []
+        assert await session.flush() == 7
+        assert flushed == [7]
+    assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES[:2])
+
+
+@pytest.mark.parametrize("err", ERRNOS)
+@pytest.mark.parametrize("op", ["pwrite", "sync"])
+async def test_failed_batch_rolls_back_and_retries(
+    store: SessionStore, root: Path, clock: SetClock, op: str, err: int
+) -> None:
+    path = place(root, "demo-1.jsonl", E1_BYTES)
+    async with store.open("demo-1") as session:
+        replay(session, clock, E5_LINES[:3])
+        with fileio.fail(op, err):
+            with pytest.raises(PersistenceError) as info:
+                await session.flush()
+        check_error(info.value, "demo-1", err)
+        assert path.read_bytes() == E1_BYTES  # loadable, back at its size before the batch
+        replay(session, clock, E5_LINES[3:])  # newer events queue behind the failed batch
+        assert await session.flush() == 10
+    assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES)
+
+
+@pytest.mark.parametrize("err", ERRNOS)
+async def test_failed_truncate(store: SessionStore, root: Path, clock: SetClock, err: int) -> None:
+    path = place(root, "demo-1.jsonl", E1_BYTES)
+    async with store.open("demo-1") as session:
+        replay(session, clock, E5_LINES[:2])
+        # The write fails, and so does every truncate back: the file keeps the failed batch's
+        # bytes beyond good_size for now.
+        with fileio.fail("sync", err), fileio.fail("truncate", err, times=2) as truncate:
+            with pytest.raises(PersistenceError):
+                await session.flush()
+            assert path.stat().st_size > 887
+            read_log(path)  # still loadable
+            # the next batch must cut the file back first; that fails too
+            with pytest.raises(PersistenceError) as info:
+                await session.flush()
+            assert "truncate failed" in str(info.value)
+            assert truncate.failures == 2
+        check_error(info.value, "demo-1", err)
+        replay(session, clock, E5_LINES[2:3])
+        assert await session.flush() == 8
+    assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES[:3])
+
+
+@pytest.mark.parametrize("err", ERRNOS)
+@pytest.mark.parametrize("op", ["pwrite", "sync", "link"])
+async def test_failed_publish_leaves_nothing_and_retries(
+    store: SessionStore, root: Path, clock: SetClock, op: str, err: int
+) -> None:
+    root.mkdir()
+    async with store.create(id="demo-1", cwd="/home/ana") as session:
+        replay(session, clock, E1_LINES[1:4])
+        with fileio.fail(op, err):
+            with pytest.raises(PersistenceError) as info:
+                await session.flush()
+        check_error(info.value, "demo-1", err)
+        assert os.listdir(root) == []  # no final name, no temp file
+        assert session.durable_through == -1
+        replay(session, clock, E1_LINES[4:])
+        assert await session.flush() == 5
+    assert (root / "demo-1.jsonl").read_bytes() == E1_BYTES
+    assert temp_files(root) == []
+
+
+@pytest.mark.parametrize("err", ERRNOS)
+@pytest.mark.parametrize("more_events", [False, True])
+async def test_failed_directory_sync_after_link_repeats_only_the_directory_sync(
+    store: SessionStore, root: Path, clock: SetClock, err: int, more_events: bool
+) -> None:
+    root.mkdir()
+    async with store.create(id="demo-1", cwd="/home/ana") as session:
+        replay(session, clock, E1_LINES[1:4])
+        with fileio.fail("sync_dir", err):
+            with pytest.raises(PersistenceError) as info:
+                await session.flush()
+        check_error(info.value, "demo-1", err)
+        assert session.durable_through == -1  # linked, but not durable before the directory sync
+        if more_events:
+            replay(session, clock, E1_LINES[4:])
+        with fileio.spy("pwrite") as pwrite, fileio.spy("sync_dir") as sync_dir:
+            assert await session.flush() == session.next_seq - 1
+        assert sync_dir.calls == 1
+        assert pwrite.calls == (1 if more_events else 0)  # the published bytes are not rewritten
+        replay(session, clock, E1_LINES[4:] if not more_events else [])
+    assert (root / "demo-1.jsonl").read_bytes() == E1_BYTES
+    assert temp_files(root) == []
+
+
+async def test_failed_root_creation(store: SessionStore, root: Path, clock: SetClock) -> None:
+    async with store.create(id="r") as session:
+        session.append("note/x", {})
+        with fileio.fail("sync_dir", errno.EIO):  # syncing the root's parent after mkdir
+            with pytest.raises(PersistenceError, match="session root"):
+                await session.flush()
+        assert await session.flush() == 0
+    assert [e.type for e in read_log(root / "r.jsonl").events] == ["note/x"]
+
+
+async def test_file_system_without_hard_links(store: SessionStore, root: Path) -> None:
+    async with store.create(id="nolink") as session:
+        session.append("note/x", {})
+        with fileio.fail("link", errno.EPERM):
+            with pytest.raises(PersistenceError, match="hard links") as info:
+                await session.flush()
+        assert not info.value.permanent
+        assert await session.flush() == 0
+
+
+async def test_publish_lost_to_another_process_is_permanent(
+    store: SessionStore, root: Path
+) -> None:
+    other = b'{"type":"session","version":0,"id":"x","createdAt":1,"delegationDepth":0}\n'
+    with pytest.raises(PersistenceError) as closing:
+        async with store.create(id="x") as session:
+            place(root, "x.jsonl", other)  # someone else took the id after create
+            session.append("note/x", {})
+            with pytest.raises(PersistenceError, match="another process") as info:
+                await session.flush()
+            assert info.value.permanent
+            with pytest.raises(PersistenceError) as again:
+                session.append("note/y", {})
+            assert again.value is info.value
+            with pytest.raises(PersistenceError) as again:
+                await session.flush()
+            assert again.value is info.value
+    assert closing.value.permanent  # aclose: the unflushed event is lost with the handle
+    assert (root / "x.jsonl").read_bytes() == other
+    assert temp_files(root) == []
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+async def test_file_removed_or_replaced_behind_the_writer(
+    store: SessionStore, root: Path, how: str
+) -> None:
+    path = place(root, "demo-1.jsonl", E1_BYTES)
+    with pytest.raises(PersistenceError):
+        async with store.open("demo-1") as session:
+            if how == "removed":
+                path.unlink()
+            else:
+                place(root, "new.jsonl", E1_BYTES).rename(path)
+            session.append("turn/start", {"turn": 2})
+            with pytest.raises(PersistenceError, match="removed") as info:
+                await session.flush()
+            assert info.value.permanent
+    if how == "replaced":
+        assert path.read_bytes() == E1_BYTES  # the newcomer is not written to
+    async with store.open("demo-1") if how == "replaced" else store.create(id="demo-1"):
+        pass  # everything was released
+
+
+class SignallingFault:
+    """A ``fileio.pwrite`` whose first ``times`` calls fail with ENOSPC and tell the test so
+    (the call happens in the writer's worker thread)."""
+
+    def __init__(self, times: int) -> None:
+        self.real = fileio.pwrite
+        self.times = times
+        self.calls = 0
+        self.failed = [trio.Event() for _ in range(times)]
+
+    def __call__(self, fd: int, data: bytes, offset: int) -> None:
+        self.calls += 1
+        if self.calls <= self.times:
+            trio.from_thread.run_sync(self.failed[self.calls - 1].set)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.real(fd, data, offset)
+
+
+async def test_background_failure_is_logged_once_and_retries_pause(
+    root: Path,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = SessionStore(root, clock=TrioWallClock(), write_delay_ms=5)
+    fault = SignallingFault(times=2)
+    monkeypatch.setattr(fileio, "pwrite", fault)
+    flushed: list[int] = []
+    done = trio.Event()
+    with caplog.at_level(logging.WARNING, logger="eventlog"):
+        async with store.create(id="bg") as session:
+
+            def on_flushed(s: Session, through: int) -> None:
+                flushed.append(through)
+                done.set()
+
+            session.on_flushed(on_flushed)
+            session.append("note/x", {"n": 0})
+            await fault.failed[0].wait()  # the window's background write failed
+            await trio.sleep(3600)
+            assert fault.calls == 1  # ... and automatic retries paused
+            session.append("note/x", {"n": 1})  # a new event resumes them: fails again
+            await fault.failed[1].wait()
+            await trio.sleep(3600)
+            assert fault.calls == 2
+            session.append("note/x", {"n": 2})
+            await done.wait()
+            assert flushed == [2]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        'background write for session "bg" failed (buffered events retained): '
+        "write failed: [Errno 28] No space left on device"
+    ]
+    assert [e.value() for e in read_log(root / "bg.jsonl").events] == [{"n": n} for n in range(3)]
+
+
+async def test_event_appended_during_a_failing_background_write_is_still_written(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SessionStore(root, clock=SetClock(), write_delay_ms=1)
+    entered, gate = threading.Event(), threading.Event()
+    real = fileio.pwrite
+    calls = 0
+
+    def pwrite(fd: int, data: bytes, offset: int) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            entered.set()
+            gate.wait(30)
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real(fd, data, offset)
+
+    monkeypatch.setattr(fileio, "pwrite", pwrite)
+    done = trio.Event()
+    async with store.create(id="d") as session:
+        session.on_flushed(lambda s, through: done.set() if through == 1 else None)
+        session.append("note/x", {"n": 0})  # its window's background write will fail
+        await trio.to_thread.run_sync(entered.wait)
+        session.append("note/x", {"n": 1})  # a new event: retries must not stay paused
+        gate.set()
+        with trio.fail_after(30):
+            await done.wait()
+    assert [e.value() for e in read_log(root / "d.jsonl").events] == [{"n": 0}, {"n": 1}]
+
+
+async def test_io_error_during_open_releases_the_lock(store: SessionStore, root: Path) -> None:
+    path = place(root, "demo-1.jsonl", E1_BYTES)
+    with fileio.fail("sync", errno.EIO):
+        with pytest.raises(PersistenceError):
+            async with store.open("demo-1"):
+                pass
+    async with store.open("demo-1") as session:
+        assert session.next_seq == 6
+    assert path.read_bytes() == E1_BYTES
+
+
+@pytest.mark.parametrize("op", ["pwrite", "sync"])
+async def test_failed_closers_are_computed_again(store: SessionStore, root: Path, op: str) -> None:
+    path = place(root, "demo-1.jsonl", E1_BYTES + log_bytes(E5_LINES))
+    with fileio.fail(op, errno.EIO, skip=1 if op == "sync" else 0):
+        with pytest.raises(PersistenceError):
+            async with store.open("demo-1"):
+                pass
+    assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES)
+    async with store.open("demo-1") as session:
+        assert session.next_seq == 15
+    assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES) + log_bytes(E5_CLOSERS)
+
+
+async def test_crash_between_truncation_and_closers_is_harmless(
+    store: SessionStore, root: Path
+) -> None:
+    # E4: a defect with no later turn/end: truncate to 256, then two closers. The closers'
+    # write fails after the truncation was synced, as if the process died there.
+    path = place(root, "demo-1.jsonl", log_bytes(E1_LINES[:3] + [E3_LINE4] + E1_LINES[4:6]))
+    with fileio.fail("pwrite", errno.EIO):
+        with pytest.raises(PersistenceError):
+            async with store.open("demo-1"):
+                pass
+    assert path.read_bytes() == log_bytes(E1_LINES[:3])  # truncated, no closers yet
+    async with store.open("demo-1") as session:
+        assert session.recovered is not None and session.recovered.truncate_to is None
+        assert [e.to_json() for e in session.recovered.closers] == E4_CLOSERS
+    assert path.read_bytes() == log_bytes(E1_LINES[:3] + E4_CLOSERS)
+
+
+@pytest.mark.parametrize("err", ERRNOS)
+@pytest.mark.parametrize("op", ["pwrite", "sync", "link", "sync_dir"])
+async def test_failed_fork_leaves_nothing_and_retries(
+    store: SessionStore, root: Path, op: str, err: int
+) -> None:
+    parent = place(root, "demo-1.jsonl", E1_BYTES)
+    with fileio.fail(op, err):
+        with pytest.raises(PersistenceError) as info:
+            await store.fork("demo-1", at=5, id="child")
+    check_error(info.value, "child", err)
+    assert sorted(os.listdir(root)) == ["demo-1.jsonl"]
+    header = await store.fork("demo-1", at=5, id="child")
+    assert header.seed_length == 6
+    assert len(read_log(root / "child.jsonl").events) == 7
+    assert parent.read_bytes() == E1_BYTES
