@@ -23,10 +23,11 @@ import collections
 import contextlib
 import datetime
 import errno
+import functools
 import os
 import re
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NoReturn, TypeVar
@@ -56,6 +57,7 @@ T = TypeVar("T")
 
 ERROR_PREFIX = "turnlog"
 DATA_WIDTH = 80  # characters of data shown per event line without --full
+WRITE_BATCH_BYTES = 1 << 20  # JSON output is written in pieces of about this size
 HEADER_LINE_LIMIT = 1 << 20  # a longer header is a problem for `list` (§11)
 PROGRESS_MIN_BYTES = 16 * 1024 * 1024  # logs at least this large get a progress indication
 PROGRESS_DELAY_S = 0.3  # ... if reading takes longer than this
@@ -75,17 +77,27 @@ class CommandFailed(Exception):
 # =========================================================================== rendering (pure)
 
 
+@functools.lru_cache(maxsize=4096)
+def _utc_date(days: int) -> str | None:
+    """``YYYY-MM-DD`` of a day counted from 1970-01-01, or None outside years 0001–9999."""
+    try:
+        date = datetime.date(1970, 1, 1) + datetime.timedelta(days=days)
+    except OverflowError:
+        return None
+    return f"{date.year:04d}-{date.month:02d}-{date.day:02d}"
+
+
 def format_time(ms: int) -> str:
     """Epoch milliseconds as UTC ``YYYY-MM-DDTHH:MM:SS.mmmZ``; the bare integer when the
     instant is outside years 0001–9999 (event times are any safe integer)."""
-    try:
-        moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
-    except OverflowError:
+    days, rest = divmod(ms, 86_400_000)
+    date = _utc_date(days)
+    if date is None:
         return str(ms)
-    return (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:"
-        f"{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
-    )
+    seconds, milli = divmod(rest, 1000)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    return f"{date}T{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
 
 
 def compact_data(raw: bytes) -> str:
@@ -148,6 +160,31 @@ def repair_json(repair: Repair | None) -> dict[str, Any] | None:
         "openTurn": repair.open_turn,
         "closers": [event_json(event) for event in repair.closers],
     }
+
+
+def inspect_json(snapshot: LogSnapshot, events: Iterable[Event]) -> Iterator[bytes]:
+    """The ``inspect --json`` document (§10.2) in pieces, the events one record at a time, so
+    a large log is never encoded twice in memory. The pieces end with an LF."""
+    head = msgspec.json.encode(
+        {
+            "path": str(snapshot.path),
+            "id": snapshot.header.id,
+            "header": header_json(snapshot.path, snapshot.header),
+        }
+    )
+    yield head[:-1] + b',"events":['
+    separator = b""
+    for event in events:
+        yield separator + event.to_json()
+        separator = b","
+    rest = msgspec.json.encode(
+        {
+            "fileBytes": snapshot.file_bytes,
+            "committedBytes": snapshot.committed_bytes,
+            "repair": repair_json(snapshot.repair),
+        }
+    )
+    yield b"]," + rest[1:] + b"\n"
 
 
 def _plural(n: int, word: str) -> str:
@@ -401,6 +438,18 @@ class _Env:
     def print_json(self, value: Any) -> None:
         self.out.write(msgspec.json.encode(value).decode("utf-8") + "\n")
 
+    def write_pieces(self, pieces: Iterable[bytes]) -> None:
+        """Write UTF-8 pieces in ~1 MiB batches."""
+        batch: list[bytes] = []
+        size = 0
+        for piece in pieces:
+            batch.append(piece)
+            size += len(piece)
+            if size >= WRITE_BATCH_BYTES:
+                self.out.write(b"".join(batch).decode("utf-8"))
+                batch, size = [], 0
+        self.out.write(b"".join(batch).decode("utf-8"))
+
     def warn(self, message: str) -> None:
         self.err.write(f"{ERROR_PREFIX}: {message}\n")
         self.err.flush()
@@ -544,31 +593,23 @@ async def _read_snapshot(arg: str, env: _Env) -> LogSnapshot:
 async def _cmd_inspect(args: argparse.Namespace, env: _Env) -> int:
     snapshot = await _read_snapshot(args.log, env)
     types = set(args.type or ())
-    events = [
+    events = (
         event
         for event in snapshot.events
         if (args.from_seq is None or event.seq >= args.from_seq)
         and (not types or event.type in types)
-    ]
+    )
     if args.json:
-        env.print_json(
-            {
-                "path": str(snapshot.path),
-                "id": snapshot.header.id,
-                "header": header_json(snapshot.path, snapshot.header),
-                "events": [event_json(event) for event in events],
-                "fileBytes": snapshot.file_bytes,
-                "committedBytes": snapshot.committed_bytes,
-                "repair": repair_json(snapshot.repair),
-            }
-        )
+        env.write_pieces(inspect_json(snapshot, events))
         return 0
     for line in header_lines(snapshot):
         env.print(line)
     env.print()
+    shown = 0
     for event in events:
         env.print(event_line(event, full=args.full))
-    if events:
+        shown += 1
+    if shown:
         env.print()
     for line in repair_lines(snapshot.repair, full=args.full):
         env.print(line)
@@ -759,9 +800,8 @@ def _count(text: str) -> int:
 _EPILOG = """\
 PATH|ID: an argument containing "/" is a file path (write ./x.jsonl for the current
 directory); anything else is a session id in the root. Times print as UTC.
-The root is --root, else $TURNLOG_HOME/sessions, else $XDG_DATA_HOME/turnlog/sessions,
-else ~/.local/share/turnlog/sessions. These commands never write to an existing session
-file; only fork writes, and only a new file.
+{root_rule}These commands never write to an existing session file; only fork writes,
+and only a new file.
 
 examples:
   {prog} ls
@@ -772,16 +812,24 @@ examples:
   {prog} fork demo-1 --at 5 --id demo-1-b
 """
 
+_ROOT_RULE = """\
+Without --root the root is $TURNLOG_HOME/sessions, else $XDG_DATA_HOME/turnlog/sessions,
+else ~/.local/share/turnlog/sessions.
+"""
 
-def build_parser(prog: str = "turnlog") -> argparse.ArgumentParser:
-    """The argument parser of the five log commands."""
+
+def build_parser(
+    prog: str = "turnlog", *, default: Path | None = None, explain_default: bool = True
+) -> argparse.ArgumentParser:
+    """The argument parser of the five log commands. ``default`` is the root used without
+    ``--root`` (shown in the help); ``explain_default`` adds eventlog's own root rule to it."""
     parser = _Parser(
         prog=prog,
         description="Inspect, validate, follow and fork turnlog session logs.",
-        epilog=_EPILOG.format(prog=prog),
+        epilog=_EPILOG.format(prog=prog, root_rule=_ROOT_RULE if explain_default else ""),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    root_help = "session root directory (default: see below)"
+    root_help = "session root directory" + (f" (default: {default})" if default else "")
     parser.add_argument("--root", metavar="DIR", help=root_help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -897,7 +945,8 @@ def main(
     given (default ``eventlog.default_root()``). ``prog`` names the program in usage texts.
     """
     err = sys.stderr
-    parser = build_parser(prog)
+    fallback = Path(root).absolute() if root is not None else default_root()
+    parser = build_parser(prog, default=fallback, explain_default=root is None)
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
@@ -905,12 +954,7 @@ def main(
         return 2
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
-    if args.root is not None:
-        chosen = Path(args.root).absolute()
-    elif root is not None:
-        chosen = Path(root).absolute()
-    else:
-        chosen = default_root()
+    chosen = Path(args.root).absolute() if args.root is not None else fallback
     env = _Env(root=chosen, checks=tuple(checks), out=sys.stdout, err=err)
     try:
         return trio.run(_COMMANDS[args.command], args, env)

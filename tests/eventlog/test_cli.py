@@ -210,6 +210,24 @@ def test_inspect_human_output(capsys, root: Path) -> None:
     assert f"2  2026-01-01T10:00:00.102Z  user/message  {data}" in full.splitlines()
 
 
+def test_event_times_print_as_utc_or_as_the_bare_integer(capsys, tmp_path: Path) -> None:
+    # E10: a negative time is valid; a time past year 9999 has no calendar form
+    lines = [
+        E1_LINES[0],
+        b'{"type":"note/a","seq":0,"time":-5,"data":null}',
+        b'{"type":"note/b","seq":1,"time":9007199254740991,"data":[1]}',
+        b'{"type":"note/c","seq":2,"time":-62135596800000,"data":{}}',
+    ]
+    (tmp_path / "demo-1.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    code, out, _ = run(capsys, "tail", "demo-1", "--root", tmp_path)
+    assert code == 0
+    assert out.splitlines() == [
+        "0  1969-12-31T23:59:59.995Z  note/a  null",
+        "1  9007199254740991  note/b  [1]",
+        "2  0001-01-01T00:00:00.000Z  note/c  {}",
+    ]
+
+
 def test_inspect_human_repair_section(capsys, root: Path) -> None:
     _, out, _ = run(capsys, "inspect", "torn-1", "--root", root)
     section = out[out.index("repair:"):]
