@@ -182,15 +182,22 @@ class Terminal:
         )
         os.close(slave)
         self.master = master
-        self.output = ""
+        self.raw = b""
+        self.output = ""  # the raw output with CRLF as LF
+        self.cursor = 0
+
+    def _take(self, data: bytes) -> None:
+        self.raw += data
+        self.output = self.raw.decode("utf-8", "replace").replace("\r\n", "\n")
 
     def type(self, text: str) -> None:
         os.write(self.master, text.encode())
 
     def expect(self, text: str) -> str:
-        """Read until ``text`` has appeared after everything seen before; returns what came."""
-        start = len(self.output)
-        while text not in self.output[start:]:
+        """Read until ``text`` appears after the previous match; returns the output up to and
+        including it."""
+        start = self.cursor
+        while (found := self.output.find(text, start)) < 0:
             ready, _, _ = select.select([self.master], [], [], HANG_GUARD_S)
             assert ready, f"timed out waiting for {text!r}; got {self.output[start:]!r}"
             try:
@@ -198,8 +205,9 @@ class Terminal:
             except OSError:
                 data = b""
             assert data, f"terminal closed while waiting for {text!r}; got {self.output[start:]!r}"
-            self.output += data.decode("utf-8", "replace").replace("\r\n", "\n")
-        return self.output[start:]
+            self._take(data)
+        self.cursor = found + len(text)
+        return self.output[start : self.cursor]
 
     def close(self) -> int:
         """Wait for the exit, then collect the rest of the output."""
@@ -212,7 +220,7 @@ class Terminal:
                     break
                 if not data:
                     break
-                self.output += data.decode("utf-8", "replace").replace("\r\n", "\n")
+                self._take(data)
             return code
         finally:
             if self.proc.poll() is None:
