@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tests.eventlog.spec_examples import E1_LINES, E5_CLOSERS, E9_EVENTS
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 DSH = Path("/work/shared/fixtures-dsh")
+TIMEOUT = 30.0
 FIXTURE_IDS = ["demo-1", "demo-1-b", "interrupted-1", "packed-1", "reminders-1", "torn-1"]
 
 
@@ -442,6 +444,14 @@ def test_validate_warns_about_leftover_temp_files(capsys, root: Path) -> None:
     assert str(temp) in err and "safe to delete" in err
 
 
+def test_validate_reports_a_symlink_in_the_root(capsys, root: Path) -> None:
+    (root / "alias.jsonl").symlink_to(root / "demo-1.jsonl")
+    code, out, _ = run(capsys, "validate", "--root", root)
+    assert code == 1
+    (line,) = [line for line in out.splitlines() if " alias " in line]
+    assert line.startswith("unreadable  alias  ") and "symbolic link" in line
+
+
 def test_validate_empty_store(capsys, tmp_path: Path) -> None:
     assert run(capsys, "validate", "--root", tmp_path / "none") == (0, "", "")
     assert run(capsys, "validate", "--root", tmp_path, "--json") == (0, "[]\n", "")
@@ -588,6 +598,16 @@ def test_fork_deepseek_harness_log_by_path(capsys, dsh: Path, tmp_path: Path) ->
     assert inspected["header"]["parentSession"] == parent_header["id"]
 
 
+def test_fork_of_an_empty_log(capsys, tmp_path: Path) -> None:
+    (tmp_path / "empty-1.jsonl").write_bytes(E1_LINES[0].replace(b"demo-1", b"empty-1") + b"\n")
+    code, out, _ = run(capsys, "fork", "empty-1", "--id", "child", "--root", tmp_path)
+    assert code == 0
+    assert out.splitlines()[0] == "forked empty-1 with an empty seed -> child (seedLength 0, 1 events)"
+    data, _ = run_json(capsys, "inspect", "child", "--root", tmp_path)
+    assert [(e["seq"], e["type"]) for e in data["events"]] == [(0, "session/end-seed")]
+    assert data["header"]["seedLength"] == 0
+
+
 def test_fork_missing_parent(capsys, tmp_path: Path) -> None:
     code, _, err = run(capsys, "fork", "nope", "--root", tmp_path)
     assert (code, error_line(err)) == (1, 'turnlog: session "nope" not found')
@@ -661,35 +681,62 @@ def test_root_resolution(capsys, root: Path, tmp_path: Path, monkeypatch) -> Non
     assert code == 0
 
 
-def test_progress_indication_only_on_a_terminal(capsys, root: Path, monkeypatch) -> None:
+class Terminal:
+    """A stderr that says it is a terminal and keeps what was written to it."""
+
+    def __init__(self, on_write=lambda text: None) -> None:
+        self.text = ""
+        self.on_write = on_write
+
+    def write(self, text: str) -> int:
+        self.text += text
+        self.on_write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_indication_on_a_terminal_while_a_large_log_is_read(
+    capsys, root: Path, monkeypatch
+) -> None:
     import eventlog.cli as cli
 
-    monkeypatch.setattr(cli, "PROGRESS_MIN_BYTES", 0)
+    monkeypatch.setattr(cli, "PROGRESS_MIN_BYTES", 500)  # demo-1 (887 bytes) counts as large
     monkeypatch.setattr(cli, "PROGRESS_DELAY_S", 0)
-    # capsys' stderr is not a terminal: nothing but the output
-    code, out, err = run(capsys, "inspect", "demo-1", "--root", root, "--json")
-    assert code == 0 and err == ""
+    shown = threading.Event()
+    real_read_log = cli.read_log
 
-    class Terminal:
-        def __init__(self) -> None:
-            self.text = ""
+    def read_log_after_the_indicator(path, **kwargs):
+        assert shown.wait(TIMEOUT), "no progress indication"
+        return real_read_log(path, **kwargs)
 
-        def write(self, text: str) -> int:
-            self.text += text
-            return len(text)
+    monkeypatch.setattr(cli, "read_log", read_log_after_the_indicator)
+    terminal = Terminal(lambda text: "reading" in text and shown.set())
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code, out, _ = run(capsys, "inspect", root / "demo-1.jsonl", "--json")
+    assert code == 0 and json.loads(out)["id"] == "demo-1"  # stdout holds only the output
+    assert f"reading {root / 'demo-1.jsonl'}" in terminal.text
+    assert terminal.text.endswith("\r\x1b[K")  # the indication is erased afterwards
 
-        def flush(self) -> None:
-            pass
 
-        def isatty(self) -> bool:
-            return True
+def test_no_progress_indication_off_a_terminal_or_for_a_small_log(
+    capsys, root: Path, monkeypatch
+) -> None:
+    import eventlog.cli as cli
 
+    monkeypatch.setattr(cli, "PROGRESS_DELAY_S", 0)
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    code, out, _ = run(capsys, "inspect", "demo-1", "--root", root, "--json")
-    assert code == 0 and json.loads(out)["id"] == "demo-1"
-    if terminal.text:  # shown only if the read outlasted the first tick; then always erased
-        assert "reading demo-1" in terminal.text and terminal.text.endswith("\r\x1b[K")
+    code, _, _ = run(capsys, "validate", "--root", root)  # every fixture is below the size
+    assert code == 0 and terminal.text == ""
+    monkeypatch.setattr(cli, "PROGRESS_MIN_BYTES", 0)
+    monkeypatch.setattr(sys, "stderr", sys.__stderr__)
+    code, _, err = run(capsys, "inspect", "demo-1", "--root", root, "--json")
+    assert code == 0 and err == ""  # capsys' stderr is not a terminal
 
 
 # =========================================================================== python -m eventlog
