@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -50,6 +50,7 @@ import trio
 from eventlog import Event, LogSnapshot, read_log
 from host.app import Adapters, EventAppended, Host, HostConfig, Notification, ShutdownReport, open_host
 from host.scripted import ScriptedAdapter
+from timecontext import PreStepHook
 
 DEFAULT_BASE_MS = 1_770_724_800_000
 """2026-02-10T12:00:00Z, the epoch of the spec's examples."""
@@ -125,11 +126,13 @@ class Harness:
         *,
         clock: TrioWallClock,
         adapters: Callable[[], Adapters],
+        hooks: Sequence[PreStepHook] = (),
     ) -> None:
         self._nursery = nursery
         self.config = config
         self.clock = clock
         self._adapters = adapters
+        self._hooks = tuple(hooks)
         self._host: Host | None = None
         self._stop_host: trio.Event | None = None
         self._host_done: trio.Event | None = None
@@ -164,7 +167,7 @@ class Harness:
         stop, done = trio.Event(), trio.Event()
         self._stop_host, self._host_done = stop, done
         try:
-            async with open_host(self.config, adapters=self._adapters(), clock=self.clock) as host:
+            async with open_host(self.config, adapters=self._adapters(), clock=self.clock, hooks=self._hooks) as host:
                 host.subscribe(self._observe)
                 self._host = host
                 task_status.started(host)
@@ -367,9 +370,11 @@ async def open_harness(
     *,
     base_ms: int = DEFAULT_BASE_MS,
     adapters: Callable[[], Adapters] | None = None,
+    hooks: Sequence[PreStepHook] = (),
     **config: Any,
 ) -> AsyncIterator[Harness]:
-    """A :class:`Harness` on ``root``. ``config`` holds :class:`HostConfig` fields (e.g.
+    """A :class:`Harness` on ``root``; ``hooks`` are extra pre-step hooks (run before
+    ``TimeContext``) for every started host. ``config`` holds :class:`HostConfig` fields (e.g.
     ``time_context=True, time_zone="Europe/Berlin"``; ``write_delay_ms`` defaults to 0, so
     events become durable exactly at flushes). A host still running at the end is stopped
     cleanly."""
@@ -380,6 +385,7 @@ async def open_harness(
             host_config,
             clock=TrioWallClock(base_ms),
             adapters=adapters or (lambda: {"scripted": ScriptedAdapter()}),
+            hooks=hooks,
         )
         try:
             yield harness
