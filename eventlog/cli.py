@@ -319,11 +319,10 @@ class Verdict:
 
 def seed_messages(child: LogSnapshot, parent_path: Path) -> list[str]:
     """Compare a fork child's seed with its parent's first ``seedLength`` events, as canonical
-    records (§10.3). Empty when they agree."""
+    records (§10.3). Empty when they agree. (``read_log`` already refused a child whose
+    ``seedLength`` exceeds its own events.)"""
     parent_id = child.header.parent_session
     seed_length = child.header.seed_length or 0
-    if seed_length > len(child.events):
-        return [f"seedLength {seed_length} exceeds the {len(child.events)} committed events"]
     seen = 0
     for parent_event in iter_events(parent_path):
         if seen >= seed_length:
@@ -632,13 +631,11 @@ async def _cmd_validate(args: argparse.Namespace, env: _Env) -> int:
         scan_root = True
     verdicts: list[Verdict] = []
     for path, id, label in targets:
+        judge = functools.partial(
+            validate_log, path, expected_id=id, label=label, checks=env.checks
+        )
         verdict = await _with_progress(
-            env,
-            label,
-            _file_size(path),
-            lambda: _in_thread(
-                lambda: validate_log(path, expected_id=id, label=label, checks=env.checks)
-            ),
+            env, label, _file_size(path), functools.partial(_in_thread, judge)
         )
         verdicts.append(verdict)
         if not args.json:
@@ -646,10 +643,7 @@ async def _cmd_validate(args: argparse.Namespace, env: _Env) -> int:
                 env.print(line)
     temps = leftover_temp_files(env.root) if scan_root else []
     for temp in temps:
-        message = (
-            f"leftover temp file {temp} (from an interrupted publish; "
-            "safe to delete, no session reads it)"
-        )
+        message = f"leftover temp file {temp} from an interrupted publish: safe to delete"
         if args.json:
             env.warn(f"warning: {message}")
         else:
