@@ -369,7 +369,7 @@ class Session:
                 continue
             if self._stopping:
                 return
-            background = pending and self._delay > 0 and not self._paused
+            background = pending and self._failure is None and self._delay > 0 and not self._paused
             self._wake = trio.Event()
             with trio.move_on_at(self._deadline if background else math.inf):
                 await self._wake.wait()

@@ -1,0 +1,339 @@
+"""Benchmark of eventlog's reading and durability (run by hand:
+``.venv/bin/python tests/bench/bench_eventlog.py``; not collected by pytest).
+
+Every figure is printed next to a baseline measured in the same run, on the same disk:
+
+- cold ``read_log`` MB/s over a generated log of ~200k events (~50 MB) vs stdlib ``json``
+  decoding the same file line by line; peak RSS of the read in a fresh process;
+- durable events/s with 1, 8 and 64 concurrent appenders on one session, each awaiting
+  ``flush()`` after every append, vs a naive ``write`` + ``fdatasync`` per event;
+- single-appender ``flush()`` p50 vs a bare ``fdatasync`` p50;
+- spec §11: group commit with 32 tasks (events/s, events per sync, p99 flush latency),
+  ``append`` median for a 1 KiB dict, ``list`` over 10,000 sessions (warm cache), and opening a
+  12 MB log holding a 1 MB line.
+
+Options: ``--events N`` (default 200_000), ``--dir DIR`` (default: a temp dir under /tmp).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from eventlog import Session, SessionStore, read_log
+
+RESULTS: list[tuple[str, str, str, bool]] = []
+
+
+def report(name: str, figure: str, versus: str, ok: bool) -> None:
+    RESULTS.append((name, figure, versus, ok))
+    print(f"  {'ok  ' if ok else 'MISS'} {name}: {figure}   [{versus}]", flush=True)
+
+
+def best_of(runs: int, fn: Callable[[], Any]) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# --------------------------------------------------------------------------------- cold read
+
+
+def generate_log(path: Path, events: int) -> int:
+    """A turnlog-shaped log: turns of user/assistant messages, tool calls and notes, records
+    averaging ~250 bytes. Returns the file size."""
+    rng = random.Random(7)
+    encode = msgspec.json.encode
+    words = ["reminder", "café", "schedule", "time", "zone", "notes.txt", "9:00", "ok", "tool"]
+    out = [b'{"type":"session","version":0,"id":"bench","createdAt":1767261600000,"delegationDepth":0}\n']
+    seq, turn, t = 0, 0, 1767261600000
+    while seq < events:
+        turn += 1
+        block = [("turn/start", {"turn": turn}, None)]
+        block.append(("step/start", {"turn": turn, "step": 1}, None))
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(20, 100)))
+        block.append(("user/message", {"id": f"msg-{seq}", "role": "user", "source": {"kind": "user"},
+                                       "content": [{"type": "text", "text": text}]}, "append"))
+        for _ in range(rng.randint(0, 3)):
+            block.append(("tool/call", {"turn": turn, "step": 1, "callId": f"c{seq}", "name": "read_file",
+                                        "arguments": json.dumps({"path": rng.choice(words)})}, None))
+        reply = " ".join(rng.choice(words) for _ in range(rng.randint(20, 130)))
+        block.append(("assistant/message", {"turn": turn, "step": 1, "message": {
+            "id": f"msg-{seq}-a", "role": "assistant", "source": {"kind": "model", "provider": "scripted", "model": "demo"},
+            "content": [{"type": "text", "text": reply}]}}, "append"))
+        block.append(("step/end", {"turn": turn, "step": 1}, None))
+        block.append(("turn/end", {"turn": turn, "reason": {"kind": "completed"}}, None))
+        for type_, data, op in block:
+            t += rng.randint(0, 2000)
+            record: dict[str, Any] = {"type": type_, "seq": seq, "time": t, "data": data}
+            if op:
+                record["surfaceOp"] = op
+            out.append(encode(record) + b"\n")
+            seq += 1
+    path.write_bytes(b"".join(out))
+    return path.stat().st_size
+
+
+def stdlib_read(path: Path) -> int:
+    count = 0
+    with open(path, "rb") as f:
+        next(f)
+        for line in f:
+            json.loads(line)
+            count += 1
+    return count
+
+
+RSS_PROBE = """
+import sys
+from eventlog import read_log
+def peak():  # VmHWM: this process's peak RSS (ru_maxrss would include the parent's, on Linux)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+before = peak()
+snapshot = read_log(sys.argv[1])
+print(before, peak(), len(snapshot.events))
+"""
+
+
+def bench_read(work: Path, events: int) -> None:
+    print(f"cold read ({events} events)", flush=True)
+    path = work / "bench.jsonl"
+    size = generate_log(path, events)
+    mb = size / 1e6
+    read_log(path)  # warm the page cache for both readers alike
+    ours = best_of(3, lambda: read_log(path))
+    base = best_of(3, lambda: stdlib_read(path))
+    ratio = base / ours
+    report(
+        "read_log",
+        f"{mb / ours:.0f} MB/s ({mb:.1f} MB in {ours * 1000:.0f} ms)",
+        f"stdlib json per line {mb / base:.0f} MB/s; {ratio:.1f}x; target >= 10x and >= 250 MB/s",
+        ratio >= 10 and mb / ours >= 250,
+    )
+    before, after, count = map(int, subprocess.run(
+        [sys.executable, "-c", RSS_PROBE, str(path)], capture_output=True, text=True, check=True
+    ).stdout.split())
+    report(
+        "read_log peak RSS",
+        f"+{(after - before) / 1e6:.0f} MB for a {mb:.0f} MB file ({(after - before) / count:.0f} bytes/event, "
+        f"records average {size / count:.0f} bytes)",
+        f"{(after - before) / size:.2f}x the file; target <= 2x",
+        after - before <= 2 * size,
+    )
+
+
+# --------------------------------------------------------------------------------- durability
+
+
+def naive_fsync_per_event(work: Path, count: int) -> tuple[float, list[float]]:
+    """write + fdatasync per event: (events/s, fdatasync latencies)."""
+    fd = os.open(work / "naive.jsonl", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    record = msgspec.json.encode({"type": "note/x", "seq": 0, "time": 0, "data": {"text": "x" * 180}}) + b"\n"
+    latencies = []
+    start = time.perf_counter()
+    try:
+        for _ in range(count):
+            os.write(fd, record)
+            t = time.perf_counter()
+            os.fdatasync(fd)
+            latencies.append(time.perf_counter() - t)
+    finally:
+        os.close(fd)
+    return count / (time.perf_counter() - start), latencies
+
+
+async def appenders(work: Path, tasks: int, per_task: int) -> tuple[float, float, list[float]]:
+    """``tasks`` appenders on one session, each flushing after every append: (events/s,
+    events per durable batch, flush latencies)."""
+    root = Path(tempfile.mkdtemp(dir=work))
+    store = SessionStore(root)
+    data = {"text": "x" * 180}
+    batches = 0
+    latencies: list[float] = []
+
+    def on_flushed(session: Session, through: int) -> None:
+        nonlocal batches
+        batches += 1
+
+    async with store.create(id="b") as session:
+        session.append("note/x", data)
+        await session.flush()  # publish first: measure steady state
+        session.on_flushed(on_flushed)
+
+        async def worker() -> None:
+            for _ in range(per_task):
+                session.append("note/x", data)
+                t = time.perf_counter()
+                await session.flush()
+                latencies.append(time.perf_counter() - t)
+
+        start = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for _ in range(tasks):
+                nursery.start_soon(worker)
+        elapsed = time.perf_counter() - start
+    shutil.rmtree(root)
+    total = tasks * per_task
+    return total / elapsed, total / max(batches, 1), latencies
+
+
+def bench_durability(work: Path) -> None:
+    print("durable appends (each appender awaits flush() after every append)", flush=True)
+    naive_rate, sync_lat = naive_fsync_per_event(work, 3000)
+    bare_p50 = statistics.median(sync_lat)
+    print(f"  baseline: naive write+fdatasync per event {naive_rate:,.0f} events/s; "
+          f"bare fdatasync p50 {bare_p50 * 1e6:.0f} µs", flush=True)
+    for tasks, per_task in ((1, 3000), (8, 2000), (64, 1000)):
+        rate, per_batch, latencies = trio.run(appenders, work, tasks, per_task)
+        target = {64: ">= 50,000 events/s"}.get(tasks, "none")
+        report(
+            f"{tasks} appender{'s' if tasks > 1 else ''}",
+            f"{rate:,.0f} durable events/s, {per_batch:.1f} events/sync",
+            f"{rate / naive_rate:.1f}x the naive baseline; target {target}",
+            rate >= 50_000 if tasks == 64 else True,
+        )
+        if tasks == 1:
+            p50 = statistics.median(latencies)
+            report(
+                "single-appender flush p50",
+                f"{p50 * 1e6:.0f} µs",
+                f"bare fdatasync p50 {bare_p50 * 1e6:.0f} µs; {p50 / bare_p50:.1f}x; target <= 2x",
+                p50 <= 2 * bare_p50,
+            )
+    rate, per_batch, latencies = trio.run(appenders, work, 32, 1000)
+    p99 = percentile(latencies, 0.99)
+    report(
+        "group commit, 32 tasks",
+        f"{rate:,.0f} events/s, {per_batch:.1f} events/sync, p99 flush {p99 * 1e3:.2f} ms",
+        f"{rate / naive_rate:.1f}x the sync-per-event baseline (target >= 8x); "
+        f"p99 {p99 / bare_p50:.1f}x one sync (target <= 3x)",
+        rate >= 8 * naive_rate and p99 <= 3 * bare_p50,
+    )
+
+
+# --------------------------------------------------------------------------------- §11 others
+
+
+async def append_median() -> tuple[float, float]:
+    data = {f"k{i}": "v" * 20 for i in range(40)}  # ~1 KiB as JSON
+    size = len(msgspec.json.encode(data))
+    store = SessionStore(tempfile.mkdtemp(), write_delay_ms=60000)
+    times = []
+    async with store.create(id="a") as session:
+        for _ in range(20000):
+            t = time.perf_counter_ns()
+            session.append("note/x", data)
+            times.append(time.perf_counter_ns() - t)
+        await session.aclose()
+    shutil.rmtree(store.root)
+    return statistics.median(times) / 1000, size
+
+
+def bench_append() -> None:
+    median_us, size = trio.run(append_median)
+    dumps = best_of(5, lambda: [json.dumps({f"k{i}": "v" * 20 for i in range(40)}) for _ in range(1000)]) / 1000
+    report(
+        "append",
+        f"median {median_us:.1f} µs for a {size}-byte dict (validated, encoded, committed)",
+        f"stdlib json.dumps alone {dumps * 1e6:.1f} µs; target < 20 µs",
+        median_us < 20,
+    )
+
+
+def bench_list(work: Path) -> None:
+    root = work / "many"
+    root.mkdir()
+    for i in range(10_000):
+        (root / f"s-{i:05d}.jsonl").write_bytes(
+            b'{"type":"session","version":0,"id":"s-%05d","createdAt":%d,"cwd":"/home/ana","delegationDepth":0}\n'
+            % (i, 1767261600000 + i) + b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}\n'
+        )
+    store = SessionStore(root)
+
+    async def listing() -> int:
+        return len(await store.list())
+
+    trio.run(listing)  # warm the cache
+    elapsed = best_of(3, lambda: trio.run(listing))
+    scan = best_of(3, lambda: [p.read_bytes()[:200] for p in root.iterdir()])
+    report(
+        "list 10,000 sessions",
+        f"{elapsed * 1000:.0f} ms (warm cache)",
+        f"reading the first 200 bytes of each file with pathlib {scan * 1000:.0f} ms; target < 1 s",
+        elapsed < 1,
+    )
+
+
+def bench_resume(work: Path) -> None:
+    root = work / "resume"
+    root.mkdir()
+    lines = [b'{"type":"session","version":0,"id":"r","createdAt":1,"delegationDepth":0}']
+    seq = 0
+    text = "x" * 200
+    while sum(map(len, lines)) < 11_000_000:
+        lines.append(msgspec.json.encode({"type": "note/x", "seq": seq, "time": seq, "data": {"text": text}}))
+        seq += 1
+    lines.append(msgspec.json.encode({"type": "note/big", "seq": seq, "time": seq, "data": {"text": "y" * (1 << 20)}}))
+    path = root / "r.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    store = SessionStore(root)
+
+    async def resume() -> None:
+        async with store.open("r"):
+            pass
+
+    elapsed = best_of(3, lambda: trio.run(resume))
+    base = best_of(3, lambda: stdlib_read(path))
+    report(
+        "open a 12 MB log with a 1 MB line",
+        f"{elapsed * 1000:.0f} ms ({path.stat().st_size / 1e6:.1f} MB, lock + read + fsync)",
+        f"stdlib json per line {base * 1000:.0f} ms; target < 200 ms",
+        elapsed < 0.2,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-eventlog-", dir=args.dir))
+    try:
+        bench_read(work, args.events)
+        bench_durability(work)
+        print("spec §11", flush=True)
+        bench_append()
+        bench_list(work)
+        bench_resume(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    missed = [name for name, _, _, ok in RESULTS if not ok]
+    print(f"{len(RESULTS) - len(missed)}/{len(RESULTS)} targets met" + (f"; missed: {', '.join(missed)}" if missed else ""))
+
+
+if __name__ == "__main__":
+    main()
