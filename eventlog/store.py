@@ -285,93 +285,17 @@ class SessionStore:
                 live = None  # closing: its file is the authority now
             if live is not None:
                 await live.flush()
-                events = list(live.events)
+                parent, events = live.header, list(live.events)
+                _check_at(at, parent.id)
+                boundary = len(events) - 1 if at is None else at
+                now = self._clock.now_ms()  # here, not in a thread: a clock may need trio
                 return await trio.to_thread.run_sync(
-                    self._fork_from_memory, live.header, events, at, child_path
+                    _write_child, parent, events, boundary, child_path, now
                 )
+            now = self._clock.now_ms()
             return await trio.to_thread.run_sync(
-                self._fork_from_file, parent_path, expected, at, child_path
+                _fork_file, parent_path, expected, at, child_path, now
             )
-
-    def _fork_from_memory(
-        self, parent: SessionHeader, events: list[Event], at: int | None, child_path: Path
-    ) -> SessionHeader:
-        _check_at(at, parent.id)
-        boundary = len(events) - 1 if at is None else at
-        return self._write_child(parent, events, boundary, child_path)
-
-    def _fork_from_file(
-        self, path: Path, expected_id: str | None, at: int | None, child_path: Path
-    ) -> SessionHeader:
-        try:
-            parent = read_header(path)
-            if expected_id is not None and parent.id != expected_id:
-                raise CorruptLog(
-                    path,
-                    f'requested id "{expected_id}" does not match header id "{parent.id}"',
-                    line=1,
-                    offset=0,
-                )
-            _check_at(at, parent.id)
-            if at is None:
-                # The boundary is the last event; the header's seedLength needs it before the
-                # child's first byte, so count first (streaming, like the copy below).
-                boundary = sum(1 for _ in iter_events(path)) - 1
-            else:
-                boundary = at
-            return self._write_child(parent, iter_events(path), boundary, child_path)
-        except FileNotFoundError:
-            raise SessionNotFound(expected_id or str(path)) from None
-
-    def _write_child(
-        self,
-        parent: SessionHeader,
-        events: Iterable[Event],
-        boundary: int,
-        child_path: Path,
-    ) -> SessionHeader:
-        """Stream the parent's events into the child's temp file, check the boundary (§8.3
-        steps 4–5, over every eligible event), add the marker and publish (§6.3)."""
-        now = self._clock.now_ms()
-        header = SessionHeader(
-            id=child_path.name[: -len(".jsonl")],
-            created_at=now,
-            cwd=parent.cwd,
-            parent_session=parent.id,
-            seed_length=boundary + 1,
-        )
-        child = _ChildFile(child_path, header.to_json() + b"\n")
-        try:
-            count = 0
-            marker: Event | None = None  # last turn/start or turn/end at or before the boundary
-            last: Event | None = None  # the event at the boundary
-            for event in events:
-                count += 1
-                if event.seq <= boundary:
-                    child.add(event.to_json())
-                    last = event
-                    if event.type == "turn/start" or event.type == "turn/end":
-                        marker = event
-            if boundary >= count:
-                last_seq = "none" if count == 0 else str(count - 1)
-                raise ForkError(
-                    f'fork boundary {boundary} does not exist in session "{parent.id}" '
-                    f"(last seq: {last_seq})",
-                    code="INVALID_BOUNDARY",
-                )
-            if marker is not None and marker.type == "turn/start":
-                raise ForkError(
-                    f'fork boundary {boundary} in session "{parent.id}" ends inside open turn '
-                    f"{_turn_of(marker)}",
-                    code="OPEN_TURN",
-                )
-            if last is None or last.type != "session/end-seed":
-                child.add(build_event("session/end-seed", boundary + 1, now, {}).to_json())
-            child.publish()
-        except BaseException:
-            child.discard()
-            raise
-        return header
 
     # ----------------------------------------------------------------------------- reading
 
@@ -560,6 +484,81 @@ def _list_header(path: Path, id: str) -> tuple[SessionHeader | None, str | None]
     if header.id != id:
         return None, f'requested id "{id}" does not match header id "{header.id}"'
     return header, None
+
+
+def _fork_file(
+    path: Path, expected_id: str | None, at: int | None, child_path: Path, now: int
+) -> SessionHeader:
+    """Fork a cold parent file: read-only, streamed (memory bounded by the largest record)."""
+    try:
+        parent = read_header(path)
+        if expected_id is not None and parent.id != expected_id:
+            raise CorruptLog(
+                path,
+                f'requested id "{expected_id}" does not match header id "{parent.id}"',
+                line=1,
+                offset=0,
+            )
+        _check_at(at, parent.id)
+        if at is None:
+            # The boundary is the last event; the header's seedLength needs it before the
+            # child's first byte, so count first (streaming, like the copy below).
+            boundary = sum(1 for _ in iter_events(path)) - 1
+        else:
+            boundary = at
+        return _write_child(parent, iter_events(path), boundary, child_path, now)
+    except FileNotFoundError:
+        raise SessionNotFound(expected_id or str(path)) from None
+
+
+def _write_child(
+    parent: SessionHeader,
+    events: Iterable[Event],
+    boundary: int,
+    child_path: Path,
+    now: int,
+) -> SessionHeader:
+    """Stream the parent's events into the child's temp file, check the boundary (§8.3
+    steps 4–5, over every eligible event), add the marker and publish (§6.3)."""
+    header = SessionHeader(
+        id=child_path.name[: -len(".jsonl")],
+        created_at=now,
+        cwd=parent.cwd,
+        parent_session=parent.id,
+        seed_length=boundary + 1,
+    )
+    child = _ChildFile(child_path, header.to_json() + b"\n")
+    try:
+        count = 0
+        marker: Event | None = None  # last turn/start or turn/end at or before the boundary
+        last: Event | None = None  # the event at the boundary
+        for event in events:
+            count += 1
+            if event.seq <= boundary:
+                child.add(event.to_json())
+                last = event
+                if event.type == "turn/start" or event.type == "turn/end":
+                    marker = event
+        if boundary >= count:
+            last_seq = "none" if count == 0 else str(count - 1)
+            raise ForkError(
+                f'fork boundary {boundary} does not exist in session "{parent.id}" '
+                f"(last seq: {last_seq})",
+                code="INVALID_BOUNDARY",
+            )
+        if marker is not None and marker.type == "turn/start":
+            raise ForkError(
+                f'fork boundary {boundary} in session "{parent.id}" ends inside open turn '
+                f"{_turn_of(marker)}",
+                code="OPEN_TURN",
+            )
+        if last is None or last.type != "session/end-seed":
+            child.add(build_event("session/end-seed", boundary + 1, now, {}).to_json())
+        child.publish()
+    except BaseException:
+        child.discard()
+        raise
+    return header
 
 
 class _ChildFile:

@@ -9,11 +9,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eventlog import CorruptLog, ForkError, SessionExists, SessionNotFound, SessionStore, read_log
-from tests.eventlog.live_support import E1_BYTES, SetClock, place, replay
+from tests.eventlog.live_support import E1_BYTES, SetClock, TrioWallClock, place
 from tests.eventlog.spec_examples import E1_LINES, E5_LINES, E9_EVENTS, E9_ROW, log_bytes
 
 FORK_TIME = 1767268800000
@@ -254,3 +255,17 @@ async def test_fork_never_changes_the_parent_and_follows_the_rules(
     else:
         marker = f'{{"type":"session/end-seed","seq":{boundary + 1},"time":{FORK_TIME},"data":{{}}}}'
         assert rest == [marker]
+
+
+async def test_fork_reads_the_clock_in_trio(
+    root: Path, autojump_clock: object
+) -> None:
+    # A wall clock derived from trio time only works in the trio thread.
+    store = SessionStore(root, clock=TrioWallClock(FORK_TIME))
+    place(root, "demo-1.jsonl", E1_BYTES)
+    await trio.sleep(2)
+    cold = await store.fork("demo-1", id="cold")
+    async with store.open("demo-1"):
+        live = await store.fork("demo-1", id="live")
+    assert cold.created_at == live.created_at == FORK_TIME + 2000
+    assert read_log(root / "cold.jsonl").events[-1].time == FORK_TIME + 2000
