@@ -221,11 +221,15 @@ class SessionStore:
         body: BaseException | None = None
         closing: PersistenceError | None = None
         async with trio.open_nursery() as nursery:
-            await nursery.start(session._run_writer)
             try:
-                yield session
+                await nursery.start(session._run_writer)
             except BaseException as exc:
-                body = exc
+                body = exc  # never entered: release the file below and re-raise
+            else:
+                try:
+                    yield session
+                except BaseException as exc:
+                    body = exc
             try:
                 await session.aclose()
             except PersistenceError as exc:
