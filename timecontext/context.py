@@ -60,14 +60,23 @@ def refresh_interval(value: object) -> int:
 
 
 def configured_zone(value: object, canonicalize: ZoneCanonicalizer) -> str:
-    """The canonical form of a configured ``timeZone`` (§8.2), or ``TimeContextConfigError``."""
+    """The canonical form of a configured ``timeZone`` (§8.2), or ``TimeContextConfigError``.
+
+    The value must be a string that ``canonicalize`` accepts and that passes the shape gate of
+    client zones (§12). A refusal by ``canonicalize`` is the error's ``__cause__`` (§8.3).
+    """
     message = f"time-context: invalid IANA timeZone {json.dumps(value, ensure_ascii=False, default=str)}"
-    if not isinstance(value, str) or not has_zone_shape(value):
+    if not isinstance(value, str):
         raise TimeContextConfigError(message)
+    # The canonicaliser is asked first so that its reason is chained whenever it refuses; the
+    # shape gate only matters for a canonicaliser more lenient than the shared one.
     try:
-        return canonicalize(value)
+        zone = canonicalize(value)
     except Exception as exc:
         raise TimeContextConfigError(message) from exc
+    if not has_zone_shape(value):
+        raise TimeContextConfigError(message)
+    return zone
 
 
 class TimeContext:
