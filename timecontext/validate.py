@@ -76,15 +76,12 @@ def _text_block(content: Any) -> str | None:
 
 
 def _is_foreign(data: Mapping[str, Any]) -> bool:
-    """A reading written by another implementation: its line 2 names a *browser* zone."""
-    content = data.get("content")
-    if not isinstance(content, list) or len(content) != 1 or not isinstance(content[0], dict):
+    """A reading written by another implementation: one text block whose line 2 names a
+    *browser* zone."""
+    text = _text_block(data.get("content"))
+    if text is None:
         return False
-    block = content[0]
-    text = block.get("text")
-    if block.get("type") != "text" or not isinstance(text, str):
-        return False
-    lines = text.split("\n")
+    lines = text.split("\n", 2)
     return len(lines) > 1 and lines[1].startswith(_FOREIGN_POLICY)
 
 
