@@ -1321,6 +1321,17 @@ def test_check9_unique_zone_bracket() -> None:
             "time-context rendered timestamp does not match the unique client zone")
 
 
+def test_check9_offset_with_seconds_round_trips() -> None:
+    text = (
+        "Time sampled while preparing turn 1, step 1: 1900-01-01T08:05:43+08:05:43[Asia/Shanghai]\n"
+        + UNIQUE.format("Asia/Shanghai") + "\n"
+        "Elapsed since the preceding model-visible message: unavailable."
+    )
+    assert violation(unique_prefix("Asia/Shanghai"), reading_data(text), -2208988800000) is None
+    assert violation(unique_prefix("Asia/Shanghai"), reading_data(text), -2208988800001) == (
+        "time-context rendered timestamp must parse and not postdate its durable event")
+
+
 def test_check9_formatter_failure() -> None:
     text = (
         "Time sampled while preparing turn 1, step 1: 0001-01-01T00:00:00+00:00[America/New_York]\n"
