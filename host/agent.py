@@ -297,8 +297,11 @@ class Agent:
 
     async def when_idle(self) -> None:
         """Return once the phase is ``idle`` (at once if it is). Never returns between back-to-back
-        turns: the driver does not pass through ``idle`` while input is pending."""
+        turns: the driver does not pass through ``idle`` while input is pending. Raises
+        :class:`AgentClosed` if the driver stopped without becoming idle."""
         while self._phase != "idle":
+            if self._stopped.is_set():
+                raise AgentClosed(self.id)  # the driver is gone (an abandoned session)
             await self._idle.wait()
 
     def run_maintenance(self, task: Callable[[], T]) -> T:
@@ -357,6 +360,7 @@ class Agent:
                     await self._activity()
         finally:
             self._stopped.set()
+            self._idle.set()  # wake when_idle waiters; they re-check the phase
 
     async def _activity(self) -> None:
         while not self._closing:

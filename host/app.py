@@ -455,11 +455,13 @@ class Host:
                     ) from exc
             try:
                 return await self._nursery.start(self._run_session, session_id, resume, then)
-            except BaseException as group:
-                exc = _sole(group)
-                if exc is group or not isinstance(exc, Exception):
+            except BaseException as raised:
+                exc = _sole(raised)
+                if not isinstance(exc, Exception):
                     raise
                 mapped = _host_error(exc, session_id, f'cannot open session "{session_id}"')
+                if mapped is exc and exc is raised:
+                    raise
                 raise mapped from exc
 
     async def _run_session(
@@ -653,7 +655,7 @@ class Host:
         skipped: list[dict[str, Any]] = []
         for info in await self._store.list():
             header = info.header
-            if header is None:
+            if info.problem is not None or header is None:
                 skipped.append({"file": info.path.name, "error": info.problem or "unreadable header"})
                 continue
             entry: dict[str, Any] = {"sessionId": info.id, "createdAt": header.created_at}

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+import eventlog.surface
+
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
 INBOX_TARGETS = ("next-turn", "next-step")
 
@@ -75,9 +77,7 @@ class HistoryView:
 
 
 def _folded(events: Sequence[SurfaceEvent]) -> list[Mapping[str, Any]]:
-    from eventlog import surface  # TEMP until eventlog.surface lands
-
-    seqs = surface.fold(events)
+    seqs = eventlog.surface.fold(events)
     return [surface_message(events[seq]) for seq in seqs]
 
 

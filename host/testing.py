@@ -48,6 +48,7 @@ import msgspec
 import trio
 
 from eventlog import Event, LogSnapshot, read_log
+from host.agent import AgentClosed
 from host.app import Adapters, EventAppended, Host, HostConfig, Notification, ShutdownReport, open_host
 from host.scripted import ScriptedAdapter
 from timecontext import PreStepHook
@@ -60,17 +61,26 @@ _SAME_INSTANT_S = 1e-6  # deadlines closer than this to now are due now (float r
 
 
 class TrioWallClock:
-    """The wall clock as trio time sees it: ``base_ms + round(trio.current_time() * 1000)``.
+    """The wall clock as trio time sees it: ``base_ms + round(<trio clock time> * 1000)``.
 
     Under a virtual trio clock this is a virtual wall clock that never jumps on its own; every
-    host, schedule and time-context decision reads it.
+    host, schedule and time-context decision reads it. It reads the trio clock object directly,
+    so it also works from worker threads (eventlog stamps a fork child in one); construct it
+    inside ``trio.run``, or call it there first.
     """
 
     def __init__(self, base_ms: int = DEFAULT_BASE_MS) -> None:
         self.base_ms = base_ms
+        self._trio_clock: trio.abc.Clock | None = None
+        try:
+            self._trio_clock = trio.lowlevel.current_clock()
+        except RuntimeError:
+            pass  # outside trio.run: captured by the first call made inside it
 
     def now_ms(self) -> int:
-        return self.base_ms + round(trio.current_time() * 1000)
+        if self._trio_clock is None:
+            self._trio_clock = trio.lowlevel.current_clock()
+        return self.base_ms + round(self._trio_clock.current_time() * 1000)
 
 
 class VirtualClock(trio.abc.Clock):
@@ -274,15 +284,22 @@ class Harness:
 
     async def settle(self) -> None:
         """Wait until every live session is idle and its schedule runtime settled: tasks due now
-        (timers included) have run, and a final check passed without virtual time moving."""
-        while True:
+        (timers included) have run, and a final check passed without virtual time moving.
+        Returns at once when no host is running."""
+        while self._host is not None:
             await _run_due_tasks()
             before = trio.current_time()
-            sessions = self.host.live_sessions()
-            for live in sessions:
-                await live.agent.when_idle()
-                await live.runtime.wait_settled()
-            current = self.host.live_sessions()
+            host, done = self._host, self._host_done
+            sessions = host.live_sessions()
+            try:
+                for live in sessions:
+                    await live.agent.when_idle()
+                    await live.runtime.wait_settled()
+            except AgentClosed:
+                assert done is not None
+                await done.wait()  # the host is going away (a crash); settled once it is gone
+                return
+            current = host.live_sessions()
             if (
                 trio.current_time() == before
                 and current == sessions
@@ -291,7 +308,8 @@ class Harness:
                 return
 
     async def advance(self, seconds: float) -> None:
-        """Let ``seconds`` of virtual time pass (timers fire as they fall due), then settle."""
+        """Let ``seconds`` of virtual time pass (timers fire as they fall due), then settle. Works
+        while no host runs too: time passes with the sessions cold."""
         await trio.sleep(seconds)
         await self.settle()
 
