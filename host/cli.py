@@ -379,8 +379,11 @@ def _demo(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     root = host_root(args.root, environ)
     config = demo_config(root)
     check_time_context(config, environ)
+    async def run() -> int:
+        return await run_demo(config, args.seconds, args.json, name_root=args.root is not None)
+
     with _StderrLogging("turnlog: "):
-        return trio.run(run_demo, config, args.seconds, args.json)
+        return trio.run(run)
 
 
 _HOST_RUNNERS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {

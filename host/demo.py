@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -110,9 +111,16 @@ class _Watch:
 
 
 async def run_demo(
-    config: HostConfig, seconds: int, as_json: bool, *, out: TextIO | None = None, err: TextIO | None = None
+    config: HostConfig,
+    seconds: int,
+    as_json: bool,
+    *,
+    name_root: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
-    """The tour; returns the exit status (0, or 1 after a failed check or a host error)."""
+    """The tour; returns the exit status (0, or 1 after a failed check or a host error).
+    With ``name_root`` (the user chose ``--root``) the suggested commands name the root too."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
 
@@ -150,8 +158,9 @@ async def run_demo(
     say()
     say(f"log: {path}")
     say("next:")
-    say(f"  turnlog inspect {session_id}")
-    say(f"  turnlog tail {session_id}")
+    where = f" --root {shlex.quote(str(root))}" if name_root else ""
+    say(f"  turnlog inspect {session_id}{where}")
+    say(f"  turnlog tail {session_id}{where}")
     return 0
 
 

@@ -355,6 +355,8 @@ def initialize_params(params: Mapping[str, Any]) -> InitializeParams:
     """§4.3.1, checked in order: cwd, provider, model, maxTokens, reasoningEffort, streamDeltas."""
     method = "initialize"
     cwd = _optional_string(method, params, "cwd", non_empty=False)
+    if cwd is not None and "\x00" in cwd:
+        raise _invalid(method, "cwd", "must not contain NUL characters")
     provider = _optional_string(method, params, "provider", non_empty=True)
     model = _optional_string(method, params, "model", non_empty=True)
     max_tokens = params.get("maxTokens")
@@ -364,8 +366,6 @@ def initialize_params(params: Mapping[str, Any]) -> InitializeParams:
     deltas = params.get("streamDeltas")
     if "streamDeltas" in params and not isinstance(deltas, bool):
         raise _invalid(method, "streamDeltas", "must be a boolean")
-    if cwd is not None and "\x00" in cwd:
-        raise _invalid(method, "cwd", "must not contain NUL characters")
     return InitializeParams(cwd, provider, model, max_tokens, effort, deltas)
 
 
@@ -398,7 +398,7 @@ def content_blocks_param(method: str, params: Mapping[str, Any]) -> list[dict[st
 
 def mode_param(method: str, params: Mapping[str, Any]) -> str:
     mode = params.get("mode", "queue")
-    if mode not in ("queue", "steer") or not isinstance(mode, str):
+    if not isinstance(mode, str) or mode not in ("queue", "steer"):
         raise _invalid(method, "mode", 'must be "queue" or "steer"')
     return mode
 
@@ -415,9 +415,6 @@ def _optional_int(
 
 
 # --- the server ----------------------------------------------------------------------------------
-
-Handler = Callable[["Server", Request], Awaitable[Any]]
-
 
 class _Once:
     """Forwards only the first ``started()`` to a nursery's task status."""
@@ -689,6 +686,12 @@ class Server:
                 task_status=once,  # type: ignore[arg-type]  # a TaskStatus in all but name
                 **zone,
             )
+        except Exception as exc:
+            if not prompt.replied:
+                raise
+            # The receipt is in the log and its reply is out: the prompt was admitted.
+            self._diagnostic(f"after admitting {rpc_id}: {type(exc).__name__}: {exc}")
+            return _NO_REPLY
         finally:
             waiting.remove(prompt)
             if not waiting:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
 import time
 import zoneinfo
@@ -30,7 +29,7 @@ import trio
 import trio.testing
 
 import schedule
-from eventlog import SessionStore, SystemClock
+from eventlog import SessionStore
 from host.app import EventAppended, Host, HostConfig, open_host
 from host.model import ModelRequest
 from host.rpc import Server
