@@ -396,10 +396,11 @@ class Agent:
                 except Exception as exc:
                     _log.exception('agent of session "%s": internal error in turn %d', self.id, turn.number)
                     reason = error_reason(_exception_text(exc), "INTERNAL")
-            if turn.abort_cause is not None or reason is None:
+            if turn.abort_cause is not None:  # set by cancel(), the only canceller of turn.scope
                 self._close_aborted(turn)
-                reason = {"kind": "aborted", "reason": {"kind": turn.abort_cause or "disposed"}}
+                reason = {"kind": "aborted", "reason": {"kind": turn.abort_cause}}
             else:
+                assert reason is not None
                 self._end_step(turn)
             self._session.append("turn/end", {"turn": turn.number, "reason": reason})
         finally:

@@ -1,20 +1,14 @@
 """Deterministic restart testing: run a host in process on virtual time, crash it, restart it.
 
-A :class:`Harness` runs a :class:`~host.app.Host` on a trio clock that only moves when the
-process has nothing else to do, with a wall clock derived from trio time, so a 30-day reminder
-test runs in milliseconds and gives the same log every time. It drives prompts, advances virtual
-time, waits until every session is settled, stops cleanly or "crashes" (everything that was not
-durable is lost, locks are released, no cleanup runs), restarts a fresh host on the same root,
-and reads the logs back from disk::
+A :class:`Harness` runs a :class:`~host.app.Host` on ``trio.testing.MockClock(autojump_threshold=0)``
+with a wall clock derived from trio time, so a 30-day reminder test runs in milliseconds and gives
+the same log every time. It drives prompts, advances virtual time, waits until every session is
+settled, stops cleanly or "crashes" (everything that was not durable is lost, locks are released,
+no cleanup runs), restarts a fresh host on the same root, and reads the logs back from disk::
 
-    import pytest
-    from host.testing import VirtualClock, open_harness
+    from host.testing import open_harness
 
-    @pytest.fixture
-    def clock():
-        return VirtualClock()          # pytest-trio runs the test on this trio clock
-
-    async def test_reminder_survives_a_restart(tmp_path, clock):
+    async def test_reminder_survives_a_restart(tmp_path, autojump_clock):  # pytest-trio's MockClock
         async with open_harness(tmp_path) as h:
             await h.start()
             await h.prompt("main", "remind me in 5 seconds to stretch")
@@ -22,15 +16,15 @@ and reads the logs back from disk::
             await h.restart()                 # or: await h.crash(); await h.start()
             await h.resume("main")
             await h.advance(10)
-            dispatches = [e for e in h.events("main") if e["type"] == "schedule/change"
-                          and e["data"]["operation"] == "dispatch"]
+            dispatches = [e for e in h.events("main", "schedule/change")
+                          if e["data"]["operation"] == "dispatch"]
             assert len(dispatches) == 1
 
-Virtual time and threads: file writes and fsyncs run in worker threads. ``VirtualClock`` behaves
-like ``trio.testing.MockClock(autojump_threshold=0)`` but never jumps while a worker thread is in
-flight, so a reminder cannot fall due "during" an fsync. The harness also works on a plain
-``MockClock(autojump_threshold=0)`` (pytest-trio's ``autojump_clock`` fixture); event order is
-the same there, but timestamps may move forward while files are written.
+Virtual time and threads: file writes and fsyncs run in worker threads, and a bare autojumping
+``MockClock`` jumps to the next deadline while one is in flight (nothing is runnable), so a
+reminder could fall due "during" an fsync. Under a ``MockClock`` the harness runs a small task
+that keeps the clock still until the thread is done; virtual time then passes only when the
+whole process waits for a timer. On the real clock the harness works too, in real time.
 """
 
 from __future__ import annotations
@@ -46,6 +40,7 @@ from typing import Any, Literal
 
 import msgspec
 import trio
+import trio.testing
 
 from eventlog import Event, LogSnapshot, read_log
 from host.agent import AgentClosed
@@ -56,7 +51,6 @@ from timecontext import PreStepHook
 DEFAULT_BASE_MS = 1_770_724_800_000
 """2026-02-10T12:00:00Z, the epoch of the spec's examples."""
 
-_THREAD_POLL_S = 1.0  # real seconds; a finishing worker thread wakes the run loop at once
 _SAME_INSTANT_S = 1e-6  # deadlines closer than this to now are due now (float rounding)
 
 
@@ -81,40 +75,6 @@ class TrioWallClock:
         if self._trio_clock is None:
             self._trio_clock = trio.lowlevel.current_clock()
         return self.base_ms + round(self._trio_clock.current_time() * 1000)
-
-
-class VirtualClock(trio.abc.Clock):
-    """A virtual trio clock that jumps to the next deadline whenever every task is blocked —
-    like ``trio.testing.MockClock(autojump_threshold=0)`` — except while a worker thread
-    (``trio.to_thread``, e.g. a file write or fsync) is in flight: then it waits for the thread in
-    real time, so no virtual time passes during file I/O. Time starts at 0.0 and moves only by
-    these jumps and by :meth:`jump`."""
-
-    def __init__(self) -> None:
-        self._now = 0.0
-
-    def start_clock(self) -> None:
-        pass
-
-    def current_time(self) -> float:
-        return self._now
-
-    def jump(self, seconds: float) -> None:
-        """Move virtual time forward by ``seconds`` (>= 0)."""
-        if seconds < 0:
-            raise ValueError("time can't go backwards")
-        self._now += seconds
-
-    def deadline_to_sleep_time(self, deadline: float) -> float:
-        # trio calls this only when no task is runnable.
-        if deadline <= self._now:
-            return 0.0
-        if trio.to_thread.current_default_thread_limiter().borrowed_tokens:
-            return _THREAD_POLL_S
-        if math.isinf(deadline):
-            return math.inf
-        self._now = deadline
-        return 0.0
 
 
 Survivors = Literal["durable", "before-match"]
@@ -330,6 +290,26 @@ class Harness:
         ]
 
 
+async def _hold_time_during_io() -> None:
+    """Keep ``MockClock(autojump_threshold=0)`` from jumping while a worker thread is in flight.
+
+    The mock clock jumps to the next deadline as soon as no task is runnable, and a task waiting
+    for ``trio.to_thread`` (every file write and fsync) is not runnable: a reminder could fall due
+    "during" an fsync. This task waits until every other task is blocked (such waiters go before
+    an autojump); if a worker thread is then in flight it stays runnable until the thread is done,
+    so no virtual time passes; otherwise it sleeps until the next deadline and lets the jump happen.
+    """
+    limiter = trio.to_thread.current_default_thread_limiter()
+    while True:
+        await trio.testing.wait_all_tasks_blocked()
+        if limiter.borrowed_tokens:
+            while limiter.borrowed_tokens:
+                await trio.sleep(0)
+            continue
+        wait = trio.lowlevel.current_statistics().seconds_to_next_deadline
+        await trio.sleep(0 if math.isinf(wait) else wait)
+
+
 async def _run_due_tasks() -> None:
     """Let every task that is runnable now run once, including those whose deadline lies within
     a float rounding error of the current time."""
@@ -398,6 +378,8 @@ async def open_harness(
     cleanly."""
     host_config = replace(HostConfig(root=os.path.abspath(root), write_delay_ms=0), **config)
     async with trio.open_nursery() as nursery:
+        if isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock):
+            nursery.start_soon(_hold_time_during_io)
         harness = Harness(
             nursery,
             host_config,
@@ -411,3 +393,4 @@ async def open_harness(
             if harness._host is not None:
                 with trio.CancelScope(shield=True):
                     await harness.stop()
+            nursery.cancel_scope.cancel()

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 import eventlog.fileio
 from host.agent import Agent
 from host.app import Delta, EventAppended, StatusChanged
-from host.testing import Harness, VirtualClock, open_harness
+from host.testing import Harness, open_harness
 from host.tools import FunctionTool, ToolError, ToolSpec
 from schedule import AgentBusy
 from tests.host.loop_support import (
@@ -30,8 +31,9 @@ from timecontext import Enter, PreStep, Reject
 
 
 @pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
+def clock() -> trio.testing.MockClock:
+    """Every test runs on virtual time (pytest-trio uses a Clock fixture as the run's clock)."""
+    return trio.testing.MockClock(autojump_threshold=0)
 
 
 def log_lines(h: Harness, session_id: str) -> list[bytes]:
@@ -698,6 +700,22 @@ async def test_request_header_reasons(tmp_path, clock) -> None:
     assert headers[2]["data"]["header"]["config"] == {"provider": "scripted", "model": "scripted", "maxTokens": 100}
     model_of = [e["data"]["message"]["source"]["model"] for e in of_type(events, "assistant/message")]
     assert model_of == ["scripted", "scripted", "other", "scripted"]
+
+
+async def test_a_route_without_a_model_ends_the_turn_with_missing_config(tmp_path, clock) -> None:
+    from host.scripted import ScriptedAdapter
+
+    adapters = {"scripted": ScriptedAdapter(), "openai": ScriptedAdapter()}
+    async with open_harness(tmp_path, adapters=lambda: adapters, provider="openai") as h:
+        await h.start()
+        await h.prompt("main", "hi")
+        await h.settle()
+        events = h.events("main")
+    assert types(events)[3:] == ["step/start", "user/message", "step/end", "turn/end"]
+    assert events[-1]["data"]["reason"] == {
+        "kind": "error",
+        "error": {"message": 'no model configured for provider "openai"', "code": "MISSING_CONFIG"},
+    }
 
 
 async def test_empty_system_prompt_is_omitted(tmp_path, clock) -> None:

@@ -8,10 +8,12 @@ import json
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 
 from eventlog import Event
 from host.app import HostError
-from host.testing import Harness, VirtualClock, open_harness
+from host.testing import Harness, open_harness
 from schedule import format_instant
 from tests.host.loop_support import B, dispatches, of_type, script, texts
 
@@ -20,8 +22,9 @@ DAY_S = 86_400
 
 
 @pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
+def clock() -> trio.testing.MockClock:
+    """Every test runs on virtual time (pytest-trio uses a Clock fixture as the run's clock)."""
+    return trio.testing.MockClock(autojump_threshold=0)
 
 
 def reminder_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,16 +13,18 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 import eventlog.fileio
 from host.app import ChildCreated, EventAppended, HostError, resolve_root
-from host.testing import Harness, VirtualClock, open_harness
+from host.testing import Harness, open_harness
 from tests.host.loop_support import B, of_type, script, texts, types
 
 
 @pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
+def clock() -> trio.testing.MockClock:
+    """Every test runs on virtual time (pytest-trio uses a Clock fixture as the run's clock)."""
+    return trio.testing.MockClock(autojump_threshold=0)
 
 
 def file_bytes(h: Harness, session_id: str) -> bytes:
