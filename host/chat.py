@@ -383,7 +383,10 @@ async def run_chat(
     try:
         check_session_id(sid)
     except HostError:
-        err.write(f"turnlog: invalid session id {sid!r}: use 1-128 characters from [A-Za-z0-9._-], starting with a letter or digit\n")
+        err.write(
+            f"turnlog: invalid session id {sid!r}: use 1-128 characters from [A-Za-z0-9._-], "
+            "starting with a letter or digit\n"
+        )
         return 2
     interactive = os.isatty(stdin_fd)
     # Ctrl-C is ours from here on: queued until the watcher runs, never a KeyboardInterrupt.
