@@ -307,15 +307,18 @@ class _StderrLogging:
     def __init__(self, prefix: str) -> None:
         self._handler = logging.StreamHandler(sys.stderr)
         self._handler.setFormatter(_PrefixFormatter(prefix))
+        self._level = logging.NOTSET
 
     def __enter__(self) -> None:
         root = logging.getLogger()
+        self._level = root.level
         root.addHandler(self._handler)
-        if root.level == logging.NOTSET or root.level > logging.WARNING:
-            root.setLevel(logging.WARNING)
+        root.setLevel(logging.WARNING)
 
     def __exit__(self, *exc: object) -> None:
-        logging.getLogger().removeHandler(self._handler)
+        root = logging.getLogger()
+        root.removeHandler(self._handler)
+        root.setLevel(self._level)
 
 
 # --- commands ------------------------------------------------------------------------------------
