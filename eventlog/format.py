@@ -21,7 +21,7 @@ import sys
 import time as _time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar, Union
+from typing import Annotated, Any, Literal, Protocol, TypeVar, Union
 
 import msgspec
 
@@ -368,15 +368,21 @@ class MalformedRecord(Exception):
         self.detail = detail
 
 
+# Integer bounds of §2 checked by msgspec while decoding (no per-event Python work).
+_SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+_Index = Annotated[int, msgspec.Meta(ge=0, le=MAX_SAFE_INTEGER)]
+
+
 class _WireEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     # The envelope as it must appear on disk: optional keys may be absent but never null or
-    # false, which the public ``Event`` annotations cannot express.
+    # false, which the public ``Event`` annotations cannot express; seq, time and source seqs
+    # are safe integers.
     type: str
-    seq: int
-    time: int
+    seq: _Index
+    time: _SafeInt
     data: msgspec.Raw
     surfaceOp: Literal["append"] | ReplaceOp = None  # type: ignore[assignment]
-    sourceEventSeqs: tuple[int, ...] = None  # type: ignore[assignment]
+    sourceEventSeqs: tuple[_Index, ...] = None  # type: ignore[assignment]
     ignorable: Literal[True] = False  # type: ignore[assignment]
 
 
@@ -409,6 +415,9 @@ _ROW_ENVELOPE = msgspec.json.Decoder(_RowEnvelope)
 _TEXT_ROW = msgspec.json.Decoder(_TextRow)
 _TOOL_ROW = msgspec.json.Decoder(_ToolRow)
 _WIRE_EVENT = msgspec.json.Decoder(_WireEvent)
+# Between two event lines written canonically (by turnlog or deepseek-harness): a closing brace,
+# the LF and the next record's first key. Any other writer's lines take the line-by-line path.
+_LINE_BOUNDARY = b'}\n{"type":"'
 _ANY = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder()
 
@@ -439,24 +448,28 @@ class RecordDecoder:
             event = None
         return [event] if event is not None else self._decode_slow(line, expected_seq)
 
-    def decode_region(self, region: bytes, expected_seq: int) -> list[Event] | None:
-        """The events of ``region``, a run of complete event lines each ending with LF, if
-        every line is a valid event line with contiguous seqs from ``expected_seq``; ``None``
-        when any line needs a closer look (a defect, a packed row, a replace op): then decode
-        the lines one by one. Kept events reference ``region`` (zero-copy).
+    def decode_region(
+        self, chunk: bytes, start: int, end: int, expected_seq: int
+    ) -> list[Event] | None:
+        """The events of ``chunk[start:end]``, a run of complete lines each ending with LF, if
+        every line is a valid event line (one event per line) with contiguous seqs from
+        ``expected_seq``; ``None`` when any line needs a closer look (a defect, a packed row, a
+        replace op, a non-canonical line): then decode the lines one by one. Kept events
+        reference ``chunk`` (zero-copy).
         """
-        count = region.count(b"\n")
+        count = chunk.count(b"\n", start, end)
         # One JSON object per line, exactly: a "}\n{" can only sit between two objects (inside
-        # an object a closing brace is followed by "," "}" or "]"), so count - 1 of them plus
+        # an object a closing brace is followed by "," "}" or "]"), so count - 1 boundaries plus
         # "{" first and "}\n" last mean every LF separates two objects; and as many objects as
         # LFs means no object spans lines. Anything else (CR LF included) goes line by line.
         if (
             not count
-            or region[0] != 0x7B
-            or region[-2] != 0x7D
-            or region.count(b"}\n{") != count - 1
+            or chunk[start] != 0x7B
+            or chunk[end - 2] != 0x7D
+            or chunk.count(_LINE_BOUNDARY, start, end) != count - 1
         ):
             return None
+        region = chunk if start == 0 and end == len(chunk) else memoryview(chunk)[start:end]
         try:
             wires = _WIRE_EVENT.decode_lines(region)
         except msgspec.DecodeError:
@@ -469,24 +482,25 @@ class RecordDecoder:
         append = events.append
         seq = expected_seq
         for wire in wires:
-            known = types.get(wire.type)
-            if known is None:
-                if not is_event_type(wire.type):
-                    return None
-                known = types[wire.type] = (sys.intern(wire.type), wire.type in SURFACE_TYPES)
-            time = wire.time
-            if wire.seq != seq or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
-                return None
+            type_ = wire.type
             surface_op = wire.surfaceOp
             sources = wire.sourceEventSeqs
-            if known[1]:
-                if surface_op is None or surface_op.__class__ is ReplaceOp:
+            try:
+                type_, surface = types[type_]
+            except KeyError:
+                if not is_event_type(type_):
                     return None
-                if sources is not None and not _sources_ok(sources, known[0], seq):
+                type_, surface = types[type_] = (sys.intern(type_), type_ in SURFACE_TYPES)
+            if wire.seq != seq:
+                return None
+            if surface:
+                if surface_op != "append":  # a replace op: its exact key order is checked by line
+                    return None
+                if sources is not None and not _sources_ok(sources, type_, seq):
                     return None
             elif surface_op is not None or sources is not None:
                 return None
-            append(Event(known[0], seq, time, wire.data, surface_op, sources, wire.ignorable))
+            append(Event(type_, seq, wire.time, wire.data, surface_op, sources, wire.ignorable))
             seq += 1
         return events
 
@@ -500,8 +514,7 @@ class RecordDecoder:
                 return None
             known = self._types[wire.type] = (sys.intern(wire.type), wire.type in SURFACE_TYPES)
         seq = wire.seq
-        time = wire.time
-        if seq != expected_seq or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:
+        if seq != expected_seq:
             return None
         surface_op = wire.surfaceOp
         sources = wire.sourceEventSeqs
@@ -512,7 +525,7 @@ class RecordDecoder:
                 return None
         elif surface_op is not None or sources is not None:
             return None
-        return Event(known[0], seq, time, wire.data, surface_op, sources, wire.ignorable)
+        return Event(known[0], seq, wire.time, wire.data, surface_op, sources, wire.ignorable)
 
     def _decode_slow(self, line: bytes, expected_seq: int) -> list[Event]:
         # Precise diagnosis of a record the fast path could not accept as it stands.

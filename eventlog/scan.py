@@ -32,6 +32,7 @@ from .format import (
 __all__ = ["CHUNK_SIZE", "TORN", "Defect", "Scanner", "scan_bytes"]
 
 CHUNK_SIZE = 1 << 20
+_UTF8_SLICE = 1 << 16
 TORN = "torn final record"
 
 
@@ -73,13 +74,20 @@ def _is_utf8(data: bytes) -> bool:
 def _utf8_valid_until(chunk: bytes, start: int, end: int) -> int:
     # Offset in ``chunk`` up to which chunk[start:end] is valid UTF-8 (``end`` if all of it).
     # Lines end at LF, which never occurs inside a multibyte sequence, so every line that ends
-    # before the returned offset is valid on its own.
+    # before the returned offset is valid on its own, and so does every slice cut after an LF.
+    # Decoding ~64 KiB slices rather than the whole chunk is several times faster: the decoded
+    # text (thrown away) stays in reused, cached memory.
     if chunk.isascii():
         return end
-    try:
-        str(memoryview(chunk)[start:end], "utf-8")
-    except UnicodeDecodeError as exc:
-        return start + exc.start
+    view = memoryview(chunk)
+    pos = start
+    while pos < end:
+        cut = chunk.find(b"\n", min(pos + _UTF8_SLICE, end) - 1, end) + 1 or end
+        try:
+            str(view[pos:cut], "utf-8")
+        except UnicodeDecodeError as exc:
+            return pos + exc.start
+        pos = cut
     return end
 
 
@@ -165,12 +173,11 @@ class Scanner:
         base = self.file_bytes
         valid_until = _utf8_valid_until(chunk, start, end)
         if self.defect is None and self.header is not None and valid_until == end:
-            region = chunk if start == 0 and end == len(chunk) else chunk[start:end]
-            events = self._decoder.decode_region(region, self.next_seq)
-            if events is not None:
+            events = self._decoder.decode_region(chunk, start, end, self.next_seq)
+            if events is not None:  # one event per line
                 kept += events
                 self.next_seq += len(events)
-                self._line += region.count(b"\n")
+                self._line += len(events)
                 self.committed_line = self._line
                 self.committed_bytes = base + end
                 return

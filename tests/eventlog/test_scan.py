@@ -224,3 +224,29 @@ def test_bulk_path_applies_every_envelope_rule(record: bytes) -> None:
     scanner, events = scan_bytes(log_bytes([*E1_LINES, record, E1_LINES[1]]))
     assert len(events) == 6
     assert scanner.defect is not None and scanner.defect.reason == INVALID_ENVELOPE
+
+
+def _non_ascii_log(events: int) -> tuple[bytes, list[bytes]]:
+    line = '{"type":"a/b","seq":%d,"time":1,"data":{"t":"café ✓ %d"}}'
+    lines = [(line % (i, i)).encode() for i in range(events)]
+    return log_bytes([E1_LINES[0], *lines]), lines
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=0, max_value=3999), st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80"]))
+def test_invalid_utf8_anywhere_in_a_large_chunk_is_found_at_its_line(bad_seq: int, bad: bytes) -> None:
+    # 4000 non-ASCII lines (~240 KB) in one chunk: UTF-8 is checked in slices cut after LFs.
+    data, lines = _non_ascii_log(4000)
+    at = data.index(lines[bad_seq]) + lines[bad_seq].index(b"caf")
+    scanner, events = scan_bytes(data[:at] + bad + data[at:])
+    assert [e.seq for e in events] == list(range(bad_seq))
+    assert scanner.defect is not None and scanner.defect.reason == UNPARSABLE
+    assert scanner.defect.line == bad_seq + 2
+
+
+def test_events_of_a_chunk_starting_mid_record_keep_their_bytes() -> None:
+    data, lines = _non_ascii_log(3000)
+    scanner, events = scan_in_chunks(data, [70_001])
+    assert scanner.defect is None and scanner.committed_bytes == len(data)
+    assert [e.to_json() for e in events] == lines
+    assert events[2999].value() == {"t": "café ✓ 2999"}
