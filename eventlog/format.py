@@ -684,54 +684,69 @@ def _check_sources(sources: object, type_: str, seq: int) -> None:
 
 
 class _NotLossless(Exception):
-    """A value ``data`` cannot carry losslessly; ``str(self)`` says what and where."""
+    """A value ``data`` cannot carry losslessly: ``problem`` and where (``path``, innermost
+    key first, filled in as the walk unwinds so the happy path builds no strings)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path: list[str] = []
+
+    def __str__(self) -> str:
+        return f"{self.problem} at data{''.join(reversed(self.path))}"
 
 
-def _check_lossless(value: Any, where: str, path_ids: set[int]) -> None:
+def _check_lossless(value: Any, active: set[int]) -> None:
     # Walk the value exactly as msgspec will encode it and refuse anything it would change
-    # (NaN → null, int keys → strings) or cannot encode at all.
+    # (NaN → null, int keys → strings, unsafe integers) or cannot encode at all. Strings are
+    # left to the encoder, which refuses lone surrogates. ``active`` holds the ids of the
+    # containers being walked (a cycle). Exact-class tests first: this runs on every append.
     cls = value.__class__
-    if value is None or cls is bool:
+    if cls is str or cls is bool or value is None:
         return
-    if isinstance(value, int):
+    if cls is int or (cls is not float and isinstance(value, int)):
         if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            raise _NotLossless(f"integer {value} at {where} is outside the safe range ±(2**53-1)")
+            raise _NotLossless(f"integer {value} is outside the safe range ±(2**53-1)")
         return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise _NotLossless(f"{value!r} at {where} is not a finite number")
+    if cls is float or isinstance(value, float):
+        if value - value != 0.0:  # inf or NaN
+            raise _NotLossless(f"{value!r} is not a finite number")
         if value == 0.0 and math.copysign(1.0, value) < 0:
-            raise _NotLossless(f"-0.0 at {where} has no JSON form")
+            raise _NotLossless("-0.0 has no JSON form")
         return
     if isinstance(value, str):
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise _NotLossless(f"string at {where} holds a lone surrogate") from None
         return
-    if isinstance(value, (list, tuple, dict, msgspec.Struct)):
+    if cls is dict or cls is list or isinstance(value, (dict, list, tuple, msgspec.Struct)):
         marker = id(value)
-        if marker in path_ids:
-            raise _NotLossless(f"{where} contains itself (a cycle)")
-        path_ids.add(marker)
+        if marker in active:
+            raise _NotLossless("a container that contains itself (a cycle)")
+        active.add(marker)
+        pairs: Any
         if isinstance(value, dict):
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    raise _NotLossless(f"key {key!r} at {where} is not a string")
-                _check_lossless(key, f"{where} key", path_ids)
-                _check_lossless(item, f"{where}.{key}", path_ids)
+            for key in value:
+                if key.__class__ is not str and not isinstance(key, str):
+                    raise _NotLossless(f"key {key!r} is not a string")
+            pairs = value.items()
         elif isinstance(value, msgspec.Struct):
-            for name in value.__struct_fields__:
-                item = getattr(value, name)
-                if item is not msgspec.UNSET:
-                    _check_lossless(item, f"{where}.{name}", path_ids)
+            pairs = [
+                (name, item)
+                for name in value.__struct_fields__
+                if (item := getattr(value, name)) is not msgspec.UNSET  # omitted when encoded
+            ]
         else:
-            for index, item in enumerate(value):
-                _check_lossless(item, f"{where}[{index}]", path_ids)
-        path_ids.discard(marker)
+            pairs = enumerate(value)
+        for key, item in pairs:
+            item_cls = item.__class__
+            if item_cls is str or item_cls is bool or item is None:
+                continue
+            try:
+                _check_lossless(item, active)
+            except _NotLossless as exc:
+                exc.path.append(f"[{key}]" if type(key) is int else f".{key}")
+                raise
+        active.discard(marker)
         return
-    raise _NotLossless(f"{cls.__name__} at {where} has no JSON form")
+    raise _NotLossless(f"{cls.__name__} has no JSON form")
 
 
 def _invalid(type: str, detail: str) -> InvalidEvent:
@@ -792,7 +807,7 @@ def build_event(
     elif surface_op is not None or source_event_seqs is not None:
         raise _invalid(type, "only user/message, assistant/message and tool/result carry surface_op or source_event_seqs")
     try:
-        _check_lossless(data, "data", set())
+        _check_lossless(data, set())
     except _NotLossless as exc:
         raise InvalidEvent(f'session event "{type}" carries non-JSON-serializable data: {exc}') from None
     except RecursionError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import enum
 import math
 import time
 
@@ -521,6 +522,32 @@ def test_build_event_refuses_cycles_and_lossy_struct_fields() -> None:
         build_event("tool/run", 0, 0, Holder(value=math.nan))
     shared = [1]
     assert bytes(build_event("tool/run", 0, 0, [shared, shared]).data) == b"[[1],[1]]"
+
+
+@pytest.mark.parametrize(
+    ("data", "detail"),
+    [
+        ({"n": {"m": [1, 2, math.nan]}}, "nan is not a finite number at data.n.m[2]"),
+        ([{"k": {3: "x"}}], "key 3 is not a string at data[0].k"),
+        (Holder(value=[2**53]), "integer 9007199254740992 is outside the safe range ±(2**53-1) at data.value[0]"),
+        ({"u": msgspec.UNSET}, "UnsetType has no JSON form at data.u"),
+        (-0.0, "-0.0 has no JSON form at data"),
+    ],
+)
+def test_build_event_names_where_data_is_lossy(data: object, detail: str) -> None:
+    with pytest.raises(InvalidEvent) as info:
+        build_event("tool/run", 0, 0, data)
+    assert str(info.value) == f"{BAD_DATA}: {detail}"
+
+
+def test_build_event_accepts_int_enums_within_bounds() -> None:
+    class Level(enum.IntEnum):
+        HIGH = 3
+        HUGE = 2**60
+
+    assert bytes(build_event("a/b", 0, 0, {"l": Level.HIGH}).data) == b'{"l":3}'
+    with pytest.raises(InvalidEvent, match=BAD_DATA):
+        build_event("tool/run", 0, 0, {"l": Level.HUGE})
 
 
 @pytest.mark.parametrize("type_", ["Tool Run", "tool", "tool/", "/x", "tool/Run", "a//b", "", 5])
