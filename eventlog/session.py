@@ -299,14 +299,17 @@ class Session:
         target = len(self._events) - 1
         if target <= self._durable_through:
             return self._durable_through
-        following = self._next  # any batch that starts after this moment serves this call
         in_flight = self._in_flight
-        if in_flight is not None:
+        if in_flight is not None and target < self._unbatched_from:
+            # Every event up to target is durable or in the write in flight: wait for it.
             await in_flight.done.wait()
             if self._durable_through >= target:
                 return self._durable_through
             if self._failure is not None:
                 raise self._failure
+        # Ask for the next batch now, even with a write in flight: it starts as soon as that
+        # write completes (§6.1), and it completes after it, so one wait serves this call.
+        following = self._next
         following.wanted = True
         self._paused = False
         self._wake.set()
