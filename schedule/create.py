@@ -2,11 +2,13 @@
 
 Each constructor takes an allocated id and one clock sample, runs the checks of §5 in
 order and raises ``ScheduleInputError`` at the first failure; nothing is stored here.
+``check_create_arguments`` runs the same clock-free checks on tool arguments, so the tools'
+pre-queue stage (§10.5 step 3) and the constructors share one implementation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from .errors import ScheduleInputError
 from .jsontext import MAX_SAFE, js_trim, safe_int
@@ -28,6 +30,36 @@ def _prompt(prompt: object) -> str:
     return p
 
 
+def _after_seconds(after_seconds: object) -> int:
+    """The delay as an ``int``; ``invalid_rule`` unless it is a positive safe integer."""
+    seconds = safe_int(after_seconds)
+    if seconds is None or seconds <= 0:
+        raise ScheduleInputError("invalid_rule", _BAD_AFTER)
+    return seconds
+
+
+def _every_seconds(every_seconds: object) -> int:
+    """The interval as an ``int``: a safe integer (``invalid_rule``) of at least 300
+    (``frequency_too_high``)."""
+    seconds = safe_int(every_seconds)
+    if seconds is None:
+        raise ScheduleInputError("invalid_rule", _BAD_EVERY)
+    if seconds < MIN_EVERY_SECONDS:
+        raise ScheduleInputError("frequency_too_high", _TOO_FREQUENT)
+    return seconds
+
+
+def check_create_arguments(args: Mapping[str, object]) -> None:
+    """The constructor checks that need neither a log nor a clock, on ``schedule_create``
+    arguments (§10.5 step 3 b–e): the prompt, then ``after_seconds`` and ``every_seconds`` when
+    present, raising exactly what the constructors would. ``at`` is left to ``create_at``."""
+    _prompt(args["prompt"])
+    if "after_seconds" in args:
+        _after_seconds(args["after_seconds"])
+    if "every_seconds" in args:
+        _every_seconds(args["every_seconds"])
+
+
 def _require_id(id: str) -> None:
     # A programming error, not model input: a bad id would write a record the decoder rejects.
     if not isinstance(id, str) or not id or js_trim(id) != id:
@@ -42,9 +74,7 @@ def create_after(id: str, prompt: object, after_seconds: object, now_ms: object)
     """
     _require_id(id)
     p = _prompt(prompt)
-    seconds = safe_int(after_seconds)
-    if seconds is None or seconds <= 0:
-        raise ScheduleInputError("invalid_rule", _BAD_AFTER)
+    seconds = _after_seconds(after_seconds)
     now = now_sample(now_ms)
     return AfterRecord(id, p, seconds, check_target(now + seconds * 1000, now))
 
@@ -57,11 +87,7 @@ def create_every(id: str, prompt: object, every_seconds: object, now_ms: object)
     """
     _require_id(id)
     p = _prompt(prompt)
-    seconds = safe_int(every_seconds)
-    if seconds is None:
-        raise ScheduleInputError("invalid_rule", _BAD_EVERY)
-    if seconds < MIN_EVERY_SECONDS:
-        raise ScheduleInputError("frequency_too_high", _TOO_FREQUENT)
+    seconds = _every_seconds(every_seconds)
     interval = seconds * 1000
     if interval > MAX_SAFE:
         raise ScheduleInputError("time_out_of_range", OUT_OF_RANGE)

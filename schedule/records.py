@@ -161,23 +161,13 @@ def decode_change(data: object) -> ScheduleChange:
 
 def record_to_dict(record: Record) -> dict[str, Any]:
     """The record's JSON object with the canonical key order of §3.2."""
+    out: dict[str, Any] = {"id": record.id, "kind": record.kind, "prompt": record.prompt}
     if type(record) is AfterRecord:
-        return {
-            "id": record.id,
-            "kind": "after",
-            "prompt": record.prompt,
-            "afterSeconds": record.after_seconds,
-            "scheduledAt": record.scheduled_at,
-        }
-    if type(record) is EveryRecord:
-        return {
-            "id": record.id,
-            "kind": "every",
-            "prompt": record.prompt,
-            "everySeconds": record.every_seconds,
-            "scheduledAt": record.scheduled_at,
-        }
-    return {"id": record.id, "kind": "at", "prompt": record.prompt, "scheduledAt": record.scheduled_at}
+        out["afterSeconds"] = record.after_seconds
+    elif type(record) is EveryRecord:
+        out["everySeconds"] = record.every_seconds
+    out["scheduledAt"] = record.scheduled_at
+    return out
 
 
 def change_to_dict(change: ScheduleChange) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from .framing import frame_batch, frame_one_shot
 from .jsontext import compact_json
 from .protocols import AgentPort, Clock, SessionHandle
 from .queue import ScheduleQueue
-from .records import Record
+from .records import Dispatch, Record, change_to_dict
 
 DEFAULT_SEGMENT_MS = 60_000
 
@@ -187,13 +187,7 @@ class ScheduleRuntime:
         self._deadline = None
         if not self._runnable():
             return
-        try:
-            await self._session.flush()
-        except Exception as exc:
-            if self._runnable():
-                self._warn("preflight failed", exc)
-            return
-        if not self._runnable():
+        if not await self._barrier("preflight failed") or not self._runnable():
             return
         active = self._fold_or_fault()
         if active is None:
@@ -209,14 +203,19 @@ class ScheduleRuntime:
             return
         if not delivered:
             return
+        if await self._barrier("dispatch barrier failed") and self._runnable():
+            self.request_drive()
+
+    async def _barrier(self, failure: str) -> bool:
+        """The persistence barrier: ``True`` once ``session.flush()`` returned; a failure is
+        logged as ``failure`` (if still runnable) and gives ``False`` (no fault, no retry timer)."""
         try:
             await self._session.flush()
         except Exception as exc:
             if self._runnable():
-                self._warn("dispatch barrier failed", exc)
-            return
-        if self._runnable():
-            self.request_drive()
+                self._warn(failure, exc)
+            return False
+        return True
 
     def _maintenance(self) -> bool:
         """The maintenance task (§11.3): synchronous, it MUST NOT await.
@@ -344,8 +343,8 @@ def _dispatches(decision: OneShot | EveryBatch) -> list[dict[str, Any]]:
     """The dispatch payloads of a delivered decision: one id-only dispatch for a one-shot; for a
     batch one per record, in batch order, sharing the decision time as ``acceptedAt``."""
     if isinstance(decision, OneShot):
-        return [{"version": 1, "operation": "dispatch", "id": decision.record.id}]
+        return [change_to_dict(Dispatch(version=1, id=decision.record.id))]
     return [
-        {"version": 1, "operation": "dispatch", "id": record.id, "acceptedAt": decision.accepted_at}
+        change_to_dict(Dispatch(version=1, id=record.id, accepted_at=decision.accepted_at))
         for record, _ in decision.items
     ]

@@ -16,23 +16,14 @@ from typing import Any
 
 import trio
 
-from .create import (
-    _BAD_AFTER,
-    _BAD_EVERY,
-    _TOO_FREQUENT,
-    _prompt,
-    allocate_id,
-    create_after,
-    create_at,
-    create_every,
-)
+from .create import allocate_id, check_create_arguments, create_after, create_at, create_every
 from .diagnostics import describe, schedule_logger
 from .errors import InvalidToolArguments, ScheduleInputError, ScheduleLogError
 from .fold import Fold, fold
 from .jsontext import js_trim, safe_int
 from .protocols import AgentPort, Clock, SessionHandle
 from .queue import ScheduleQueue
-from .records import MIN_EVERY_SECONDS, record_to_dict, view
+from .records import Create, Delete, Record, change_to_dict, view
 
 Handler = Callable[..., Awaitable[Any]]
 
@@ -199,17 +190,7 @@ def _precheck_create(args: Mapping[str, Any]) -> None:
     left to the constructor (it costs one flush)."""
     if args.keys() - _CREATE_KEYS or sum(key in args for key in _SELECTORS) != 1:
         raise ScheduleInputError("invalid_selector", _BAD_SELECTOR)
-    _prompt(args["prompt"])
-    if "after_seconds" in args:
-        seconds = safe_int(args["after_seconds"])
-        if seconds is None or seconds <= 0:
-            raise ScheduleInputError("invalid_rule", _BAD_AFTER)
-    if "every_seconds" in args:
-        seconds = safe_int(args["every_seconds"])
-        if seconds is None:
-            raise ScheduleInputError("invalid_rule", _BAD_EVERY)
-        if seconds < MIN_EVERY_SECONDS:
-            raise ScheduleInputError("frequency_too_high", _TOO_FREQUENT)
+    check_create_arguments(args)
 
 
 def _check_delete_schema(args: object) -> str:
@@ -295,7 +276,7 @@ class ScheduleTools:
                 folded = self._fold("schedule_create")
                 id = allocate_id(folded.seen_ids)
                 record = self._build(id, checked)
-                data = {"version": 1, "operation": "create", "schedule": record_to_dict(record)}
+                data = change_to_dict(Create(version=1, schedule=record))
                 return await self._commit(
                     "schedule_create",
                     data,
@@ -334,7 +315,7 @@ class ScheduleTools:
                 folded = self._fold("schedule_delete")
                 if all(record.id != id for record in folded.active):
                     return {"id": id, "deleted": False, "code": "schedule_not_found"}
-                data = {"version": 1, "operation": "delete", "id": id}
+                data = change_to_dict(Delete(version=1, id=id))
                 return await self._commit(
                     "schedule_delete", data, "delete", id, lambda: {"id": id, "deleted": True}
                 )
@@ -375,7 +356,7 @@ class ScheduleTools:
             raise _Answer(dict(_INTERNAL))
         return sample
 
-    def _build(self, id: str, args: Mapping[str, Any]) -> Any:
+    def _build(self, id: str, args: Mapping[str, Any]) -> Record:
         """The record from one clock sample; input errors become their value, nothing stored."""
         try:
             now = self._clock.now_ms()
