@@ -70,24 +70,6 @@ class _EventsView(Sequence[Event]):
         return f"<{len(self._events)} events>"
 
 
-class _OneBatchInFlight:
-    """The thread limiter of every writer (``trio.to_thread.run_sync(limiter=…)``).
-
-    A session has at most one batch in flight (§6.1), so its writes never need a shared limit
-    on threads; and unlike ``trio.CapacityLimiter``, whose acquire always yields to the
-    scheduler once, this one adds no scheduling pass to a batch's latency.
-    """
-
-    async def acquire_on_behalf_of(self, borrower: object) -> None:
-        pass
-
-    def release_on_behalf_of(self, borrower: object) -> None:
-        pass
-
-
-_ONE_BATCH_IN_FLIGHT = _OneBatchInFlight()
-
-
 class _Attempt:
     """One write batch, from the moment a flusher asks for it until it is durable or failed."""
 
@@ -406,9 +388,7 @@ class Session:
         batch = self._events[start:end]
         self._unbatched_from = end
         try:
-            durable_end, failure = await trio.to_thread.run_sync(
-                self._persist, start, batch, limiter=_ONE_BATCH_IN_FLIGHT
-            )
+            durable_end, failure = await trio.to_thread.run_sync(self._persist, start, batch)
             if durable_end - 1 > self._durable_through:
                 self._durable_through = durable_end - 1
                 self._warned = False
