@@ -1510,14 +1510,13 @@ async def test_e5_interrupted_tool_calls(tmp_path: Path, caplog: pytest.LogCaptu
             async with store.open("demo-1") as s:
                 assert records(s.events[11:]) == E5_CLOSERS
                 assert s.durable_through == 14 and s.next_seq == 15
-    assert pwrite.calls == 1  # one batch
+    assert pwrite.calls == 1 and sync.calls >= 1  # the closers: one synced batch
     assert path.read_bytes() == log(E1 + E5_TURN2 + E5_CLOSERS)
     assert any(r.getMessage().startswith('session "demo-1": repaired on open: ') for r in caplog.records)
     size = path.stat().st_size
     async with store.open("demo-1") as again:
         assert again.recovered is None and again.next_seq == 15
     assert path.stat().st_size == size
-    del sync
 
 
 def test_7_3_malformed_field_stops_repair(tmp_path: Path) -> None:
@@ -1925,7 +1924,6 @@ def test_10_3_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     code, out, err = cli(capsys, "validate", "--root", str(tmp_path), "--json")
     assert code == 1
     doc = json.loads(out)
-    status = {row["id"] if row["id"] else row["path"]: row["status"] for row in doc}
     by_path = {Path(row["path"]).name: row for row in doc}
     for row in doc:
         assert list(row) == ["id", "path", "status", "events", "messages"]
@@ -1937,7 +1935,6 @@ def test_10_3_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert by_path["new.jsonl"]["status"] == "unsupported"
     assert by_path["inv.jsonl"]["status"] == "invalid" and by_path["inv.jsonl"]["messages"]
     assert "x.jsonl.0123456789ab.tmp" in out + err
-    assert status
     code, out, _ = cli(capsys, "validate", "ok1", "torn", "--root", str(tmp_path))
     assert code == 0
     lines = out.splitlines()
@@ -1953,12 +1950,11 @@ def test_10_3_validate_checks_and_fork_seed(tmp_path: Path, capsys: pytest.Captu
     put(tmp_path / "demo-1-b.jsonl", log([E6_HEADER] + E1[1:] + [E6_MARKER]))
     code, out, _ = cli(capsys, "validate", "demo-1-b", "--root", str(tmp_path), "--json")
     assert code == 0 and json.loads(out)[0]["status"] == "ok"
-    altered = E1[2].replace('"step":1}', '"step":1 }')  # same JSON value, different record bytes? no: differ
+    # a child whose seed differs from the parent's events (one time changed)
     bad_child = [E6_HEADER] + E1[1:2] + [E1[2].replace("1767261600101", "1767261600109")] + E1[3:] + [E6_MARKER]
     put(tmp_path / "demo-1-c.jsonl", log([bad_child[0].replace("demo-1-b", "demo-1-c")] + bad_child[1:]))
     code, out, _ = cli(capsys, "validate", "demo-1-c", "--root", str(tmp_path), "--json")
     assert code == 1 and json.loads(out)[0]["status"] == "invalid"
-    del altered
     seen: list[LogSnapshot] = []
 
     def check(snapshot: LogSnapshot) -> list[str]:
