@@ -2139,3 +2139,28 @@ async def test_e1_fresh_session(tmp_path: Path) -> None:
         s.append("turn/end", v.TurnEnd(turn=1, reason=v.Completed()))
         assert await s.flush() == 5
     assert (tmp_path / "demo-1.jsonl").read_bytes() == log(E1)
+
+
+async def test_6_5_cancelling_flush_cancels_only_the_wait(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path, clock=Clock(), write_delay_ms=0)
+    async with store.create(id="c") as s:
+        s.append("a/b", 1)
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await s.flush()
+        assert scope.cancelled_caught
+        assert await s.flush() == 0
+        assert [e.value() for e in read_log(tmp_path / "c.jsonl").events] == [1]
+
+
+async def test_6_6_failed_final_flush_raises_after_releasing(tmp_path: Path) -> None:
+    put(tmp_path / "demo-1.jsonl", log(E1))
+    store = SessionStore(tmp_path, clock=Clock(), write_delay_ms=60000)
+    with eventlog.fileio.fail("pwrite", errno.EIO, times=100):
+        with pytest.raises(PersistenceError) as info:
+            async with store.open("demo-1") as s:
+                s.append("a/b", 1)
+    assert str(info.value).startswith('failed to persist session "demo-1": ')
+    assert (tmp_path / "demo-1.jsonl").read_bytes() == log(E1)
+    async with store.open("demo-1") as again:  # the lock was released
+        assert again.next_seq == 6
