@@ -7,7 +7,7 @@ touches a clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
@@ -87,19 +87,22 @@ def resolve_every(record: EveryRecord, accepted_ms: int) -> tuple[int, int | Non
 
 
 class _Folding:
-    """Mutable accumulator of one fold. Dicts keep create order and in-place replacement;
-    every targets advance as integers and are formatted once, in ``result()``."""
+    """Mutable accumulator of one fold. Dicts keep create order and in-place replacement.
+    Every targets advance as integers; a moved record is re-made (its target formatted) once,
+    in the next ``result()``, so repeated results cost only what changed in between."""
 
-    __slots__ = ("active", "targets", "advanced", "seen")
+    __slots__ = ("active", "targets", "stale", "seen", "seen_ids")
 
     def __init__(self) -> None:
-        self.active: dict[str, Record] = {}  # as created
+        self.active: dict[str, Record] = {}  # as of the last result()
         self.targets: dict[str, int] = {}  # current scheduledAt in ms
-        self.advanced: set[str] = set()  # every records whose target moved
+        self.stale: set[str] = set()  # every records whose target moved since the last result()
         self.seen: dict[str, None] = {}  # an ordered set
+        self.seen_ids: tuple[str, ...] = ()  # seen, as of the last result()
 
     def apply(self, change: ScheduleChange, instant: int | None) -> None:
-        """Apply one decoded change; ``instant`` is what ``decode_checked`` parsed."""
+        """Apply one decoded change; ``instant`` is what ``decode_checked`` parsed. A change
+        that raises leaves the state untouched."""
         if type(change) is Create:
             record = change.schedule
             rid = record.id
@@ -124,33 +127,41 @@ class _Folding:
                 _, following = _resolve(self.targets[rid], record.every_seconds, instant)
                 if following is not None:
                     self.targets[rid] = following
-                    self.advanced.add(rid)
+                    self.stale.add(rid)
                     return
         del self.active[rid]
         del self.targets[rid]
-        self.advanced.discard(rid)
+        self.stale.discard(rid)
 
     def result(self) -> Fold:
-        advanced, targets = self.advanced, self.targets
-        active = tuple(
-            msgspec.structs.replace(record, scheduled_at=format_instant(targets[rid]))
-            if rid in advanced
-            else record
-            for rid, record in self.active.items()
-        )
-        return Fold(active, tuple(self.seen))
+        active, targets = self.active, self.targets
+        for rid in self.stale:  # replacing a value keeps its create position
+            moved = format_instant(targets[rid])
+            active[rid] = msgspec.structs.replace(active[rid], scheduled_at=moved)
+        self.stale.clear()
+        if len(self.seen_ids) != len(self.seen):
+            self.seen_ids = tuple(self.seen)
+        return Fold(tuple(active.values()), self.seen_ids)
 
 
-def _fold_into(events: Sequence[LoggedEvent], seed_length: int) -> _Folding:
+def _check_seed_length(events: Sequence[LoggedEvent], seed_length: int) -> None:
     if type(seed_length) is not int or not 0 <= seed_length <= len(events):
         raise ScheduleLogError("schedule seedLength must be within the supplied event log")
-    state = _Folding()
-    for event in islice(events, seed_length, None):
+
+
+def _apply_events(state: _Folding, events: Iterable[LoggedEvent]) -> None:
+    for event in events:
         if event.type != _CHANGE:
             continue
         # eventlog's Event keeps its payload as raw JSON: decode it once, without value().
         raw = getattr(event, "data", None)
         state.apply(*decode_checked(raw if isinstance(raw, msgspec.Raw) else event.value()))
+
+
+def _fold_into(events: Sequence[LoggedEvent], seed_length: int) -> _Folding:
+    _check_seed_length(events, seed_length)
+    state = _Folding()
+    _apply_events(state, islice(events, seed_length, None))
     return state
 
 
@@ -165,6 +176,43 @@ def fold(events: Sequence[LoggedEvent], seed_length: int) -> Fold:
     ``value()`` propagate unchanged.
     """
     return _fold_into(events, seed_length).result()
+
+
+class IncrementalFold:
+    """``fold`` of one session log that remembers where it stopped.
+
+    The log is append-only and its events are immutable (§8), so the fold of a prefix never
+    changes: each call decodes and applies only the events appended since the last successful
+    call, and returns the previous ``Fold`` itself when nothing was appended. Calling it with
+    ``(events, seed_length)`` returns exactly what ``fold(events, seed_length)`` returns and
+    raises exactly what it raises. A failure keeps nothing, so a corrupt or unreadable event
+    fails every later call the same way. One instance serves one log (one runtime or one set of
+    tools); a different ``seed_length`` or a shorter log starts over.
+    """
+
+    __slots__ = ("_state", "_seed_length", "_end", "_result")
+
+    def __init__(self) -> None:
+        self._state: _Folding | None = None
+        self._seed_length = 0
+        self._end = 0  # events[:_end] are folded into _state
+        self._result = Fold((), ())
+
+    def __call__(self, events: Sequence[LoggedEvent], seed_length: int) -> Fold:
+        _check_seed_length(events, seed_length)
+        end = len(events)
+        state = self._state
+        if state is None or seed_length != self._seed_length or end < self._end:
+            state, tail = _Folding(), islice(events, seed_length, end)
+        elif end == self._end:
+            return self._result
+        else:  # index the new events only: islice would walk the whole prefix
+            tail = map(events.__getitem__, range(self._end, end))
+        self._state = None  # nothing half-applied survives a failure
+        _apply_events(state, tail)
+        self._result = state.result()
+        self._state, self._seed_length, self._end = state, seed_length, end
+        return self._result
 
 
 def check_append(events: Sequence[LoggedEvent], seed_length: int, data: object) -> None:

@@ -17,7 +17,7 @@ import trio
 
 from .diagnostics import describe, schedule_logger
 from .errors import AgentBusy
-from .fold import EveryBatch, OneShot, Wait, decide, fold
+from .fold import EveryBatch, IncrementalFold, OneShot, Wait, decide
 from .framing import frame_batch, frame_one_shot
 from .jsontext import compact_json
 from .protocols import AgentPort, Clock, SessionHandle
@@ -70,6 +70,7 @@ class ScheduleRuntime:
         self._nursery: trio.Nursery | None = None
         self._idle_wait: trio.CancelScope | None = None
         self._queue_wait: trio.CancelScope | None = None
+        self._folded = IncrementalFold()  # the suffix fold, decoding each event once
         self._scanned = 0  # events already checked by on_agent_idle (the log is append-only)
         self._has_changes = False
 
@@ -252,7 +253,7 @@ class ScheduleRuntime:
 
     def _fold_or_fault(self) -> tuple[Record, ...] | None:
         try:
-            return fold(self._session.events, self._session.seed_length).active
+            return self._folded(self._session.events, self._session.seed_length).active
         except Exception as exc:
             self._fault("corrupt schedule log", exc)
             return None

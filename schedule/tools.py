@@ -19,7 +19,7 @@ import trio
 from .create import allocate_id, check_create_arguments, create_after, create_at, create_every
 from .diagnostics import describe, schedule_logger
 from .errors import InvalidToolArguments, ScheduleInputError, ScheduleLogError
-from .fold import Fold, fold
+from .fold import Fold, IncrementalFold
 from .jsontext import js_trim, safe_int
 from .protocols import AgentPort, Clock, SessionHandle
 from .queue import ScheduleQueue
@@ -229,6 +229,7 @@ class ScheduleTools:
         self._queue = queue
         self._on_durable_change = on_durable_change
         self._log = schedule_logger(logger)
+        self._folded = IncrementalFold()  # the suffix fold, decoding each event once
 
     def specs(self) -> tuple[ToolSpec, ToolSpec, ToolSpec]:
         """``schedule_create``, ``schedule_list``, ``schedule_delete``, in that order."""
@@ -335,7 +336,7 @@ class ScheduleTools:
 
     def _fold(self, tool: str) -> Fold:
         try:
-            return fold(self._session.events, self._session.seed_length)
+            return self._folded(self._session.events, self._session.seed_length)
         except ScheduleLogError as exc:
             self._log.warning("schedule: %s found a corrupt schedule log: %s", tool, exc.message)
             raise _Answer(dict(_CORRUPT)) from exc

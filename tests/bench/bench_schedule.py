@@ -3,6 +3,8 @@
 Prints fold throughput over a log of 1M ``schedule/change`` events that ends with ~10k active
 reminders, and the cost of ``decide`` over 10k active reminders, next to baselines measured in
 the same run: decoding the same payloads into dicts with stdlib ``json`` and with msgspec.
+Then the cost of one runtime drive step after three new events (two folds of the suffix and two
+decisions, §11.2/§11.3): refolding the whole log each time against ``IncrementalFold``.
 Options: ``--events N`` (default 1_000_000), ``--active N`` (default 10_000).
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 import msgspec
 
 from eventlog.format import Event
+from schedule.fold import IncrementalFold
 from schedule import (
     EveryRecord,
     EveryBatch,
@@ -145,6 +148,33 @@ def main(argv: Sequence[str] | None = None) -> None:
         size = len(decision.items) if isinstance(decision, EveryBatch) else ""
         print(f"  {label:<48} {seconds * 1e3:8.2f} ms  -> {kind} {size}")
 
+    print("one drive step after 3 new events (fold + decide, twice):")
+    wait_now = cases[0][2]
+
+    def full_step() -> None:
+        for _ in range(2):
+            decide(fold(events, 0).active, wait_now)
+
+    full_s, _ = timed(full_step, repeat=2)
+    print(f"  {'refold the whole log each time':<48} {full_s * 1e3:8.2f} ms")
+    def incremental_step(with_decide: bool) -> float:
+        best = float("inf")
+        for _ in range(5):
+            incremental = IncrementalFold()
+            incremental(events[:-3], 0)
+            started = time.perf_counter()
+            for _ in range(2):
+                folded = incremental(events, 0)
+                if with_decide:
+                    decide(folded.active, wait_now)
+            best = min(best, time.perf_counter() - started)
+            assert incremental(events, 0) == result
+        return best
+
+    step_s = incremental_step(True)
+    print(f"  {'IncrementalFold (decodes the 3 new events)':<48} {step_s * 1e3:8.2f} ms"
+          f"   ({full_s / step_s:.0f}x faster)")
+    print(f"  {'  of which the two folds':<48} {incremental_step(False) * 1e3:8.2f} ms")
 
 if __name__ == "__main__":
     main()

@@ -2152,6 +2152,21 @@ async def test_fold_failure_faults(autojump_clock: trio.testing.MockClock, how: 
     assert len(log.changes()) == (2 if how == "corrupt" else 1)
 
 
+async def test_corruption_appended_after_good_drives_faults(autojump_clock: trio.testing.MockClock) -> None:
+    log, agent, wall = fixture("2027-01-10T08:00:00.000Z", rec("a", "at", "2027-01-10T09:00:00.000Z"),
+                               followup_turns=False)
+    async with running(log, agent, wall) as (runtime, tools):
+        await trio.sleep(630)  # ten good segment wakes after the first drive
+        assert not runtime.faulted and log.flushes == 11
+        assert [v["id"] for v in await tools.schedule_list({}, caller=agent)] == ["a"]
+        log.add(CHANGE, dispatch("a", AT))  # a one-shot dispatch with acceptedAt: corrupt
+        await trio.sleep(60)
+        await runtime.wait_settled()
+        assert runtime.faulted and agent.texts == []
+        assert await tools.schedule_list({}, caller=agent) == CORRUPT
+        assert await tools.schedule_list({}, caller=agent) == CORRUPT
+
+
 async def test_fold_failure_inside_the_task_faults(autojump_clock: trio.testing.MockClock) -> None:
     log, agent, wall = fixture("2027-01-10T08:00:00.000Z", rec("a", "at", "2027-01-10T07:00:00.000Z"))
     agent.before_task = lambda: log.add(CHANGE, {"version": 2})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import zoneinfo
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import msgspec
@@ -26,9 +27,10 @@ from schedule import (
     format_instant,
     parse_instant,
 )
+from schedule.fold import IncrementalFold
 from schedule.timeparse import MAX_MS, MIN_MS
 from tests.schedule import changelog as cl
-from tests.schedule.changelog import Ev
+from tests.schedule.changelog import BrokenEv, Ev
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NAMES = sorted(zoneinfo.available_timezones())
@@ -63,9 +65,8 @@ def _model_advance(target: int, interval: int, accepted: int) -> int | None:
     return following if following <= MAX_MS else None
 
 
-@SETTINGS
-@given(st.data())
-def test_fold_equals_a_simple_model(data: st.DataObject) -> None:
+def _history(data: st.DataObject) -> tuple[list[dict], Fold]:
+    """A valid sequence of change payloads and the fold a simple model expects of it."""
     active: list[AfterRecord | AtRecord | EveryRecord] = []
     seen: list[str] = []
     payloads: list[dict] = []
@@ -111,7 +112,14 @@ def test_fold_equals_a_simple_model(data: st.DataObject) -> None:
             else:
                 active[index] = EveryRecord(record.id, record.prompt, record.every_seconds,
                                             format_instant(following))
-    expected = Fold(tuple(active), tuple(seen))
+    return payloads, Fold(tuple(active), tuple(seen))
+
+
+@SETTINGS
+@given(st.data())
+def test_fold_equals_a_simple_model(data: st.DataObject) -> None:
+    payloads, expected = _history(data)
+    active, seen = expected.active, expected.seen_ids
     junk = [Ev("schedule/change", {"version": 7}), Ev("turn/start", {})][: data.draw(st.integers(0, 2))]
     assert fold(junk + cl.log(*payloads), len(junk)) == expected
     assert fold(junk + cl.log(*payloads, raw=True), len(junk)) == expected
@@ -124,6 +132,39 @@ def test_fold_equals_a_simple_model(data: st.DataObject) -> None:
         [cl.delete(gone[0]), cl.dispatch(gone[0])] + ([cl.at(seen[0], "2027-01-10T08:00:00.000Z")] if seen else [])))
     with pytest.raises(ScheduleLogError):
         fold(cl.log(*payloads, bad), 0)
+
+
+def _outcome(fn: Callable[[], Fold]) -> Fold | tuple[type[BaseException], str]:
+    try:
+        return fn()
+    except (ScheduleLogError, OSError) as exc:
+        return type(exc), str(exc)
+
+
+@SETTINGS
+@given(st.data())
+def test_incremental_fold_equals_the_full_fold(data: st.DataObject) -> None:
+    """Fed a growing log in random chunks, ``IncrementalFold`` answers exactly what ``fold``
+    answers after every append, including the error once a corrupt or unreadable event is in."""
+    payloads, expected = _history(data)
+    seed = data.draw(st.integers(0, 2), label="seed")
+    complete = [Ev("schedule/change", {"version": 7}), Ev("turn/start", {})][:seed]
+    complete += cl.log(*payloads)
+    corrupt = data.draw(st.booleans(), label="corrupt")
+    if corrupt:
+        bad = data.draw(st.sampled_from(
+            [Ev("schedule/change", {"version": 2}), BrokenEv(), Ev("schedule/change", cl.delete("nope"))]))
+        complete.insert(data.draw(st.integers(seed, len(complete)), label="at"), bad)
+    incremental = IncrementalFold()
+    log: list = complete[:seed]
+    while True:
+        for _ in range(data.draw(st.integers(1, 2), label="calls")):  # a repeated call is cached
+            assert _outcome(lambda: incremental(log, seed)) == _outcome(lambda: fold(log, seed))
+        if len(log) == len(complete):
+            break
+        log = log + complete[len(log): len(log) + data.draw(st.integers(1, 5), label="chunk")]
+    if not corrupt:
+        assert incremental(log, seed) == expected
 
 
 # --- local wall time round trips ------------------------------------------------------------
