@@ -24,6 +24,7 @@ import contextlib
 import datetime
 import errno
 import functools
+import itertools
 import os
 import re
 import sys
@@ -61,6 +62,7 @@ WRITE_BATCH_BYTES = 1 << 20  # JSON output is written in pieces of about this si
 HEADER_LINE_LIMIT = 1 << 20  # a longer header is a problem for `list` (§11)
 PROGRESS_MIN_BYTES = 16 * 1024 * 1024  # logs at least this large get a progress indication
 PROGRESS_DELAY_S = 0.3  # ... if reading takes longer than this
+TAIL_BATCH = 4096  # events read per worker-thread call by `tail --from`
 _TEMP_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.jsonl\.[0-9a-f]{12}\.tmp")
 
 FAILING = frozenset({"invalid", "corrupt", "unsupported", "unreadable"})
@@ -661,6 +663,18 @@ def _emit(env: _Env, event: Event, as_json: bool) -> None:
     env.print(event.to_json().decode("utf-8") if as_json else event_line(event))
 
 
+async def _print_from(env: _Env, path: Path, start_seq: int, as_json: bool) -> int:
+    """Print every committed event from ``start_seq`` as it is read, in batches, so memory stays
+    bounded by a batch (§11); return the seq to follow from."""
+    events = iter_events(path, start_seq=start_seq)
+    next_seq = start_seq
+    while batch := await _in_thread(lambda: list(itertools.islice(events, TAIL_BATCH))):
+        for event in batch:
+            _emit(env, event, as_json)
+        next_seq = batch[-1].seq + 1
+    return next_seq
+
+
 async def _cmd_tail(args: argparse.Namespace, env: _Env) -> int:
     path, id = _resolve(args.log, env)
     if id is not None:
@@ -672,23 +686,24 @@ async def _cmd_tail(args: argparse.Namespace, env: _Env) -> int:
         if header.id != id:
             raise CorruptLog(path, f'requested id "{id}" does not match header id "{header.id}"')
 
-    def initial() -> tuple[list[Event], int]:
-        """The events to print first, and the seq to follow from."""
-        if args.from_seq is not None:
-            selected = list(iter_events(path, start_seq=args.from_seq))
-            return selected, selected[-1].seq + 1 if selected else args.from_seq
-        last: collections.deque[Event] = collections.deque(maxlen=args.lines)
-        count = 0
-        for event in iter_events(path):
-            last.append(event)
-            count += 1
-        return list(last), count
+    if args.from_seq is not None:
+        next_seq = await _print_from(env, path, args.from_seq, args.json)
+    else:
 
-    first, next_seq = await _with_progress(
-        env, id or str(path), _file_size(path), lambda: _in_thread(initial)
-    )
-    for event in first:
-        _emit(env, event, args.json)
+        def last_events() -> tuple[list[Event], int]:
+            """The last ``-n`` events (a bounded deque), and the seq to follow from."""
+            last: collections.deque[Event] = collections.deque(maxlen=args.lines)
+            count = 0
+            for event in iter_events(path):
+                last.append(event)
+                count += 1
+            return list(last), count
+
+        first, next_seq = await _with_progress(
+            env, id or str(path), _file_size(path), lambda: _in_thread(last_events)
+        )
+        for event in first:
+            _emit(env, event, args.json)
     env.out.flush()
     if args.follow:
         following = tail(

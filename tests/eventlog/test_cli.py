@@ -493,6 +493,16 @@ def test_tail_from_seq_expands_rows(capsys, root: Path) -> None:
     assert len(lines) == 27 - 4
 
 
+def test_tail_from_seq_streams_a_log_larger_than_one_batch(capsys, tmp_path: Path) -> None:
+    lines = [b'{"type":"note/x","seq":%d,"time":%d,"data":{"n":%d}}' % (i, i, i) for i in range(9000)]
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(b"\n".join([E1_LINES[0], *lines]) + b"\n")
+    code, out, _ = run(capsys, "tail", path, "--from", "7", "--json")
+    assert code == 0 and out.encode() == b"\n".join(lines[7:]) + b"\n"
+    code, out, _ = run(capsys, "tail", path, "--from", "9000", "--json")
+    assert (code, out) == (0, "")
+
+
 def test_tail_stops_at_the_committed_end(capsys, root: Path) -> None:
     _, out, _ = run(capsys, "tail", "torn-1", "--root", root, "--json", "-n", "1")
     assert out.encode() == E1_LINES[6] + b"\n"
