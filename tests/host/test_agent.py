@@ -447,6 +447,23 @@ async def test_tool_call_flush_failure_fails_this_and_later_calls_without_runnin
     assert reason["kind"] == "error" and reason["error"]["code"] == "PERSISTENCE"
 
 
+async def test_a_failed_flush_before_idle_still_goes_idle_and_retries_later(tmp_path, clock) -> None:
+    async with open_harness(tmp_path) as h:
+        await h.start()
+        await h.prompt("main", "warm up")
+        await h.settle()
+        with eventlog.fileio.fail("sync", errno.EIO, skip=1):  # the checkpoint passes, the idle flush fails
+            await h.prompt("main", "hi")
+            await h.settle()
+        live = h.host.live("main")
+        assert live.agent.status == "idle"
+        assert [n.status for n in h.notifications if isinstance(n, StatusChanged)][-1] == "idle"
+        on_disk = h.events("main")
+        assert texts(on_disk[-1]["data"]) == "hi"  # durable through the checkpoint; the rest is pending
+        await live.session.flush()
+        assert h.events("main")[-1]["data"] == {"turn": 2, "reason": {"kind": "completed"}}
+
+
 # --- cancellation (§3.9) ------------------------------------------------------------------------------
 
 
