@@ -16,10 +16,8 @@ import msgspec
 from .errors import ScheduleLogError
 from .jsontext import MAX_SAFE, compact_json, safe_int
 from .protocols import LoggedEvent
-from .records import Create, Delete, EveryRecord, Record, ScheduleChange, decode_checked
+from .records import CHANGE_TYPE, Create, Delete, EveryRecord, Record, ScheduleChange, decode_checked
 from .timeparse import MAX_MS, MIN_MS, format_instant, parse_instant
-
-_CHANGE = "schedule/change"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +149,7 @@ def _check_seed_length(events: Sequence[LoggedEvent], seed_length: int) -> None:
 
 def _apply_events(state: _Folding, events: Iterable[LoggedEvent]) -> None:
     for event in events:
-        if event.type != _CHANGE:
+        if event.type != CHANGE_TYPE:
             continue
         # eventlog's Event keeps its payload as raw JSON: decode it once, without value().
         raw = getattr(event, "data", None)

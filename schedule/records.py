@@ -18,6 +18,7 @@ from .jsontext import MAX_SAFE, js_trim
 from .timeparse import parse_instant
 
 MIN_EVERY_SECONDS = 300
+CHANGE_TYPE = "schedule/change"  # the one event type schedule owns (§3.1)
 
 
 class _Record(

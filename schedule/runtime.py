@@ -22,11 +22,10 @@ from .framing import frame_batch, frame_one_shot
 from .jsontext import compact_json
 from .protocols import AgentPort, Clock, SessionHandle
 from .queue import ScheduleQueue
-from .records import Dispatch, Record, change_to_dict
+from .records import CHANGE_TYPE, Dispatch, Record, change_to_dict
 
 DEFAULT_SEGMENT_MS = 60_000
 
-_CHANGE_TYPE = "schedule/change"
 _SOURCE = {"kind": "plugin", "plugin": "schedule"}
 
 
@@ -243,7 +242,7 @@ class ScheduleRuntime:
             return False
         for payload in _dispatches(decision):
             try:
-                self._session.append(_CHANGE_TYPE, payload)
+                self._session.append(CHANGE_TYPE, payload)
             except Exception as exc:
                 self._fault("dispatch append failed", exc)
                 return False
@@ -308,7 +307,7 @@ class ScheduleRuntime:
     def _scan_for_changes(self) -> bool:
         events = self._session.events
         for index in range(self._scanned, len(events)):
-            if events[index].type == _CHANGE_TYPE:
+            if events[index].type == CHANGE_TYPE:
                 return True
         self._scanned = len(events)
         return False

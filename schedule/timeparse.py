@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
 from .errors import ScheduleInputError, ScheduleLogError
-from .jsontext import MAX_SAFE, safe_int
+from .jsontext import safe_int
 from .timezones import canonicalize_time_zone
 
 MIN_MS = -62135596800000  # 0001-01-01T00:00:00.000Z

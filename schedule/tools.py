@@ -23,7 +23,7 @@ from .fold import Fold, IncrementalFold
 from .jsontext import js_trim, safe_int
 from .protocols import AgentPort, Clock, SessionHandle
 from .queue import ScheduleQueue
-from .records import Create, Delete, Record, change_to_dict, view
+from .records import CHANGE_TYPE, Create, Delete, Record, change_to_dict, view
 
 Handler = Callable[..., Awaitable[Any]]
 
@@ -54,7 +54,6 @@ _BAD_SELECTOR = "schedule_create accepts exactly one of after_seconds, at, or ev
 _CREATE_KEYS = frozenset({"prompt", "after_seconds", "at", "every_seconds"})
 _SELECTORS = ("after_seconds", "at", "every_seconds")
 _LOCAL_AT_KEYS = ("date", "time", "time_zone")
-_CHANGE_TYPE = "schedule/change"
 
 
 def _create_parameters() -> dict[str, Any]:
@@ -384,7 +383,7 @@ class ScheduleTools:
         await trio.lowlevel.checkpoint_if_cancelled()
         with trio.CancelScope(shield=True):
             try:
-                self._session.append(_CHANGE_TYPE, data)
+                self._session.append(CHANGE_TYPE, data)
             except Exception as exc:
                 self._log.warning("schedule: %s append failed: %s", tool, describe(exc))
                 raise _Answer(dict(_INTERNAL)) from exc
