@@ -251,6 +251,8 @@ class ScheduleRuntime:
     # -- steps shared by the drive and the maintenance task ------------------------------------
 
     def _fold_or_fault(self) -> tuple[Record, ...] | None:
+        """The active records of the suffix; any failure (corrupt or unreadable log) faults the
+        runtime and gives ``None``."""
         try:
             return self._folded(self._session.events, self._session.seed_length).active
         except Exception as exc:

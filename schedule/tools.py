@@ -334,6 +334,8 @@ class ScheduleTools:
         self._notify()
 
     def _fold(self, tool: str) -> Fold:
+        """The suffix fold; ``corrupt_schedule_log`` for a ``ScheduleLogError``, else
+        ``internal_error`` (e.g. unreadable events)."""
         try:
             return self._folded(self._session.events, self._session.seed_length)
         except ScheduleLogError as exc:
@@ -396,6 +398,7 @@ class ScheduleTools:
             return result()
 
     def _notify(self) -> None:
+        """Tell the observer a barrier succeeded; its failures are logged, never returned."""
         try:
             self._on_durable_change()
         except Exception as exc:
