@@ -2383,3 +2383,17 @@ def test_runtime_constructor_keywords() -> None:
     assert runtime.faulted is False
     with pytest.raises(TypeError):
         ScheduleRuntime(log, agent, Fixed(NOW), ScheduleQueue())  # type: ignore[misc]
+
+
+async def test_runtime_log_lines(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # §11: the wording is diagnostic, but the lines go to the "schedule" logger at WARNING and
+    # name the agent as compact JSON.
+    log, agent, wall = fixture("2027-01-10T08:00:00.000Z", rec("a", "at", "2027-01-10T07:00:00.000Z"))
+    agent.maintenance_error = RuntimeError("host bug")
+    with caplog.at_level(logging.WARNING, logger="schedule"):
+        async with running(log, agent, wall) as (runtime, _):
+            await settle(runtime)
+    lines = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    assert ("schedule", logging.WARNING, 'schedule: runtime failed for agent "root-1": host bug') in lines
