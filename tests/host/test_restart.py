@@ -208,3 +208,20 @@ async def test_an_invalid_client_time_zone_after_a_restart_appends_nothing(tmp_p
         await h.settle()
         events = h.events("main")
     assert of_type(events, "agent/inbox/spliced")[-2]["data"]["inserted"][0]["source"]["clientTimeZone"] == "Asia/Kolkata"
+
+
+async def test_the_readme_example(tmp_path, autojump_clock) -> None:
+    """host/README.md's harness example, verbatim."""
+    async with open_harness(tmp_path, time_context=True, time_zone="Europe/Berlin") as h:
+        await h.start()
+        await h.prompt("main", "remind me in 5 seconds to stretch", client_time_zone="Europe/Berlin")
+        await h.settle()  # every session idle, reminders settled
+        await h.crash()  # unflushed events lost, locks released, no cleanup
+        await h.start()  # a fresh host on the same root
+        await h.resume("main")  # repair, inbox replay, the runtime folds the log
+        await h.advance(10)  # 10 virtual seconds, then settle
+        await h.restart()  # clean shutdown, fresh host
+        await h.resume("main")
+        await h.settle()
+        dispatches = [e for e in h.events("main", "schedule/change") if e["data"]["operation"] == "dispatch"]
+        assert len(dispatches) == 1
