@@ -167,6 +167,7 @@ class Log:
         self.journal = journal if journal is not None else []
         self.flushes = 0
         self.flush_failures = 0  # the next n flushes raise
+        self.failing_flushes: set[int] = set()  # these flush numbers (1-based) raise
         self.append_ok = -1  # appends allowed before appends start raising (-1: never raise)
         self.gates: dict[int, trio.Event] = {}  # flush number (1-based) -> gate
         self.events_error: Exception | None = None
@@ -202,6 +203,8 @@ class Log:
             await gate.wait()
         else:
             await trio.lowlevel.checkpoint()
+        if self.flushes in self.failing_flushes:
+            raise OSError("disk full")
         if self.flush_failures:
             self.flush_failures -= 1
             raise OSError("disk full")
@@ -1601,18 +1604,9 @@ async def test_e13_failure_values() -> None:
         'schedule_list before relying on this result.","operation":"create"}')
     assert (log.items, notes.count) == ([], 0)
     # failing post-append barrier: same plus the id; the record stays in the live log
-    log.gates = {}
     failing_second = Log()
+    failing_second.failing_flushes = {2}
     tools, notes, owner = make_tools(failing_second, Fixed(NOW))
-
-    original = failing_second.flush
-
-    async def flush_second_fails() -> int:
-        if failing_second.flushes == 1:
-            failing_second.flush_failures = 1
-        return await original()
-
-    failing_second.flush = flush_second_fails  # type: ignore[method-assign]
     value = await tools.schedule_create({"prompt": "p", "after_seconds": 5}, caller=owner)
     assert text_of(value) == (
         '{"code":"persistence_uncertain","message":"Schedule persistence is uncertain; retry with '
@@ -1648,14 +1642,7 @@ async def test_uncertain_values_for_list_and_delete() -> None:
         '{"code":"persistence_uncertain","message":"' + UNCERTAIN + '","operation":"delete","id":"nope"}')
     assert notes.count == 0 and log.flushes == 2
     # a failing post-append barrier on delete
-    original = log.flush
-
-    async def second_fails() -> int:
-        if log.flushes == 3:
-            log.flush_failures = 1
-        return await original()
-
-    log.flush = second_fails  # type: ignore[method-assign]
+    log.failing_flushes = {4}
     assert text_of(await tools.schedule_delete({"id": "schedule-1"}, caller=owner)) == (
         '{"code":"persistence_uncertain","message":"' + UNCERTAIN + '","operation":"delete","id":"schedule-1"}')
     assert notes.count == 1 and log.changes()[-1] == delete("schedule-1")
@@ -2262,14 +2249,7 @@ async def test_dispatch_append_failure_faults_keeping_earlier_dispatches(
 async def test_dispatch_barrier_failure(autojump_clock: trio.testing.MockClock) -> None:
     log, agent, wall = fixture("2027-01-10T08:00:00.000Z", rec("a", "at", "2027-01-10T07:00:00.000Z"),
                                followup_turns=False)
-    original = log.flush
-
-    async def barrier_fails() -> int:
-        if log.flushes == 1:
-            log.flush_failures = 1
-        return await original()
-
-    log.flush = barrier_fails  # type: ignore[method-assign]
+    log.failing_flushes = {2}
     async with running(log, agent, wall) as (runtime, _):
         await settle(runtime)
         assert not runtime.faulted and log.changes()[-1] == dispatch("a")
