@@ -28,6 +28,17 @@ from .session import Session
 from .store import SessionInfo, SessionRootError, SessionStore, default_root
 from . import surface, vocab  # so `import eventlog` gives eventlog.surface.fold and eventlog.vocab
 
+
+def __getattr__(name: str) -> object:
+    # `import eventlog` also gives eventlog.cli.main (§10), imported on first use: the log
+    # commands' argument parsing and rendering are not needed by a host that only writes logs.
+    if name == "cli":
+        import importlib
+
+        return importlib.import_module(".cli", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Clock",
     "CorruptLog",

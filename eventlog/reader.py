@@ -205,8 +205,10 @@ class _TailState:
         # Record boundaries (offset, line, next_seq) at the end of recent passes, for shrinks.
         self.boundaries: collections.deque[tuple[int, int, int]] = collections.deque(maxlen=4096)
 
-    def read_pass(self, on_truncate: Callable[[int], None] | None) -> list[Event]:
-        """Read whatever is new; return the events to yield (never one already yielded)."""
+    def read_pass(self, on_truncate: Callable[[int], None] | None) -> Iterator[list[Event]]:
+        """Read whatever is new, a chunk at a time; yield the events to yield (never one already
+        yielded), in non-empty batches, so memory stays bounded by a chunk. Step it from one
+        thread at a time; close it if it is abandoned."""
         fd = _open(self.path)
         try:
             stat = os.fstat(fd)
@@ -222,9 +224,11 @@ class _TailState:
                 scanner = Scanner(self.path)
             else:
                 scanner = Scanner(self.path, resume=(self.header, start, line, next_seq))
-            events: list[Event] = []
             for chunk in _chunks(fd, scanner.file_bytes, size):
-                events += scanner.feed(chunk)
+                fresh = [event for event in scanner.feed(chunk) if event.seq >= self.next_yield]
+                if fresh:
+                    self.next_yield = fresh[-1].seq + 1
+                    yield fresh
             if self.header is None:
                 scanner.finish()  # the first pass checks the header, seedLength, torn tail
             self.read_end = scanner.file_bytes
@@ -234,10 +238,6 @@ class _TailState:
         boundary = (scanner.committed_bytes, scanner.committed_line, scanner.next_seq)
         if not self.boundaries or self.boundaries[-1] != boundary:
             self.boundaries.append(boundary)
-        fresh = [event for event in events if event.seq >= self.next_yield]
-        if fresh:
-            self.next_yield = fresh[-1].seq + 1
-        return fresh
 
     def _rewind(self, size: int) -> None:
         # Continue from the last record boundary at or before ``size`` (or the start).
@@ -268,22 +268,30 @@ async def tail(
     """
     _check_start_seq(start_seq)
     state = _TailState(path, start_seq)
-    events = await trio.to_thread.run_sync(state.read_pass, on_truncate)
-    for event in events:
-        yield event
-    if not follow:
-        return
-    target = os.path.abspath(path)
-    directory = os.path.dirname(target)
-    async for _changes in watchfiles.awatch(
-        directory,
-        watch_filter=lambda _change, changed: changed == target,
-        debounce=TAIL_DEBOUNCE_MS,
-        step=10,
-        rust_timeout=TAIL_REREAD_MS,
-        yield_on_timeout=True,
-        recursive=False,
-    ):
-        events = await trio.to_thread.run_sync(state.read_pass, on_truncate)
-        for event in events:
-            yield event
+    changes = None
+    if follow:
+        target = os.path.abspath(path)
+        changes = watchfiles.awatch(
+            os.path.dirname(target),
+            watch_filter=lambda _change, changed: changed == target,
+            debounce=TAIL_DEBOUNCE_MS,
+            step=10,
+            rust_timeout=TAIL_REREAD_MS,
+            yield_on_timeout=True,
+            recursive=False,
+        )
+    try:
+        while True:
+            batches = state.read_pass(on_truncate)
+            try:
+                while batch := await trio.to_thread.run_sync(next, batches, None):
+                    for event in batch:
+                        yield event
+            finally:
+                batches.close()
+            if changes is None:
+                return
+            await anext(changes)  # a change to the file, or the periodic re-read
+    finally:
+        if changes is not None:
+            await changes.aclose()

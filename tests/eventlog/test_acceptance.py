@@ -946,6 +946,9 @@ def test_5_public_names() -> None:
     ):
         assert hasattr(eventlog, name), name
     assert callable(eventlog.surface.fold) and callable(eventlog.vocab.decode)
+    # in a fresh interpreter, `import eventlog` alone gives the modules the spec names
+    probe = "import eventlog; eventlog.surface.fold; eventlog.vocab.decode; eventlog.cli.main; eventlog.fileio"
+    subprocess.run([sys.executable, "-c", probe], check=True)
     for module in ("format", "scan", "repair", "surface", "vocab", "fileio", "store", "session", "reader", "cli"):
         importlib.import_module(f"eventlog.{module}")
 

@@ -35,6 +35,19 @@ async def test_without_follow_yields_committed_events_and_stops(tmp_path: Path) 
     assert [e.seq async for e in tail(path, start_seq=9, follow=False)] == [9, 10]
 
 
+async def test_a_log_of_several_chunks_is_yielded_in_order_then_followed(tmp_path: Path) -> None:
+    # ~3 MB: the first pass reads and yields it chunk by chunk.
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(log_bytes([E1_LINES[0], *(record(seq, "y" * 300) for seq in range(9000))]))
+    assert [e.seq async for e in tail(path, follow=False)] == list(range(9000))
+    assert [e.seq async for e in tail(path, start_seq=8990, follow=False)] == list(range(8990, 9000))
+    with trio.fail_after(GUARD_S):
+        async with aclosing(tail(path, start_seq=8999)) as events:
+            assert (await anext(events)).seq == 8999
+            append(path, record(9000) + b"\n")
+            assert (await anext(events)).seq == 9000
+
+
 async def test_without_follow_raises_on_corruption(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
     path.write_bytes(log_bytes([*E1_LINES[:3], b"junk", *E1_LINES[4:]]))
