@@ -74,6 +74,10 @@ class UsageError(Exception):
     """A bad command line: exit status 2."""
 
 
+class StartupError(Exception):
+    """The command cannot start (e.g. an unusable session root): exit status 1."""
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors become :class:`UsageError` (one ``turnlog:`` line)."""
 
@@ -290,6 +294,19 @@ def host_root(option: str | None, environ: Mapping[str, str]) -> Path:
     return resolve_root(option, environ, cwd=os.getcwd())
 
 
+def check_root(root: Path) -> None:
+    """A root that can never hold sessions — it, or its nearest existing ancestor, is not a
+    directory — is a start-up failure (exit 1) before any output. The root itself is created
+    later, with the first session."""
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing == root and not root.is_dir():
+        raise StartupError(f'session root "{root}" is not a directory; pass --root DIR')
+    if not existing.is_dir():
+        raise StartupError(f'session root "{root}" cannot be created: "{existing}" is not a directory; pass --root DIR')
+
+
 class _PrefixFormatter(logging.Formatter):
     """Prefixes every line of a record (tracebacks included)."""
 
@@ -327,9 +344,7 @@ class _StderrLogging:
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     root = host_root(args.root, environ)
     startup = model_startup(args, environ, root, chat=False)
-    if root.exists() and not root.is_dir():
-        _error(f'session root "{root}" is not a directory; pass --root DIR')
-        return 1
+    check_root(root)
     for patch in args.patch:
         sys.stderr.write(f"{SERVE_PREFIX}ignoring --patch {patch} (turnlog has no patches)\n")
 
@@ -365,6 +380,7 @@ def _chat(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     root = host_root(args.root, environ)
     startup = model_startup(args, environ, root, chat=True)
+    check_root(root)
     async def run() -> int:
         adapters = ModelAdapters(env=environ, script=startup.script)
         try:
@@ -382,6 +398,7 @@ def _demo(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     root = host_root(args.root, environ)
     config = demo_config(root)
     check_time_context(config, environ)
+    check_root(root)
     async def run() -> int:
         return await run_demo(config, args.seconds, args.json, name_root=args.root is not None)
 
@@ -425,5 +442,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         _error(str(exc))
         return 2
+    except StartupError as exc:
+        _error(str(exc))
+        return 1
     except KeyboardInterrupt:
         return EXIT_SIGINT
