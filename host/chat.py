@@ -416,10 +416,11 @@ async def _chat_session(
             return 1
         display = Display(sid, out, interactive=interactive)
         display.line(f"session: {sid}\nlog: {path}")
-        if existed:
-            recent = [line for event in live.session.events for line in transcript_lines(event)]
-            for line in recent[-RECENT_MESSAGES:]:
-                display.line(line)
+        if existed:  # the last five messages a transcript shows (time readings show nothing)
+            shown = [lines for event in live.session.events if (lines := transcript_lines(event))]
+            for lines in shown[-RECENT_MESSAGES:]:
+                for line in lines:
+                    display.line(line)
         if interactive:
             display.line("type /help for commands")
         host.subscribe(display)

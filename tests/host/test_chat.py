@@ -140,6 +140,19 @@ def test_resume_prints_the_last_five_messages(tmp_path: Path) -> None:
     assert lines[7] == EXIT_LINE.format(id="again")
 
 
+def test_resume_counts_messages_not_lines(tmp_path: Path) -> None:
+    script = tmp_path / "script.jsonl"
+    script.write_text('{"text":"checking","toolCalls":[{"name":"schedule_list","arguments":{}}]}\n'
+                      '{"text":"none"}\n{"text":"bye"}\n')
+    chat(tmp_path, "--session", "mixed", "--script", str(script), stdin="a\nb\n")
+    done = chat(tmp_path, "--session", "mixed", stdin="")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # The assistant message with a text and a tool call is one message of two lines.
+    assert lines[2:8] == ["checking", "· schedule_list {}", "· → []", "none", "> b", "bye"]
+    assert lines[8] == EXIT_LINE.format(id="mixed")
+
+
 def test_busy_session_is_a_one_line_error(tmp_path: Path) -> None:
     holder = subprocess.Popen(
         [str(SCRIPT), "chat", "--root", str(tmp_path), "--session", "held", "--no-time-context"],
