@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -85,8 +86,9 @@ class Harness:
 
     Create it with :func:`open_harness`. ``config`` is the :class:`HostConfig` every
     :meth:`start` uses (its ``root`` is the harness root); ``adapters`` is called to give each
-    started host its model adapters (default: a fresh rules-mode scripted adapter).
-    ``notifications`` collects everything every started host published, in order.
+    started host its model adapters (default: a fresh rules-mode scripted adapter); ``uniform``
+    is the hosts' retry-jitter source. ``notifications`` collects everything every started host
+    published, in order.
     """
 
     def __init__(
@@ -97,12 +99,14 @@ class Harness:
         clock: TrioWallClock,
         adapters: Callable[[], Adapters],
         hooks: Sequence[PreStepHook] = (),
+        uniform: Callable[[float, float], float] = random.uniform,
     ) -> None:
         self._nursery = nursery
         self.config = config
         self.clock = clock
         self._adapters = adapters
         self._hooks = tuple(hooks)
+        self._uniform = uniform
         self._host: Host | None = None
         self._stop_host: trio.Event | None = None
         self._host_done: trio.Event | None = None
@@ -137,7 +141,9 @@ class Harness:
         stop, done = trio.Event(), trio.Event()
         self._stop_host, self._host_done = stop, done
         try:
-            async with open_host(self.config, adapters=self._adapters(), clock=self.clock, hooks=self._hooks) as host:
+            async with open_host(
+                self.config, adapters=self._adapters(), clock=self.clock, hooks=self._hooks, uniform=self._uniform
+            ) as host:
                 host.subscribe(self._observe)
                 self._host = host
                 task_status.started(host)
@@ -244,11 +250,11 @@ class Harness:
 
     async def settle(self) -> None:
         """Wait until every live session is idle and its schedule runtime settled: tasks due now
-        (timers included) have run, and a final check passed without virtual time moving.
-        Returns at once when no host is running."""
+        (timers included) have run, and a final check passed without anything being published
+        (nor, on a ``MockClock``, virtual time moving). Returns at once when no host is running."""
         while self._host is not None:
             await _run_due_tasks()
-            before = trio.current_time()
+            before = self._progress()
             host, done = self._host, self._host_done
             sessions = host.live_sessions()
             try:
@@ -261,11 +267,17 @@ class Harness:
                 return
             current = host.live_sessions()
             if (
-                trio.current_time() == before
+                self._progress() == before
                 and current == sessions
                 and all(live.agent.phase == "idle" for live in current)
             ):
                 return
+
+    def _progress(self) -> tuple[float | None, int]:
+        """What moves while anything happens: virtual time (a real clock always moves, so it is
+        left out there) and the number of notifications published."""
+        virtual = isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock)
+        return (trio.current_time() if virtual else None, len(self.notifications))
 
     async def advance(self, seconds: float) -> None:
         """Let ``seconds`` of virtual time pass (timers fire as they fall due), then settle. Works
@@ -369,10 +381,12 @@ async def open_harness(
     base_ms: int = DEFAULT_BASE_MS,
     adapters: Callable[[], Adapters] | None = None,
     hooks: Sequence[PreStepHook] = (),
+    uniform: Callable[[float, float], float] = random.uniform,
     **config: Any,
 ) -> AsyncIterator[Harness]:
     """A :class:`Harness` on ``root``; ``hooks`` are extra pre-step hooks (run before
-    ``TimeContext``) for every started host. ``config`` holds :class:`HostConfig` fields (e.g.
+    ``TimeContext``) for every started host and ``uniform(0.9, 1.1)`` their retry jitter (pass a
+    seeded ``random.Random(…).uniform`` for logs that repeat byte for byte). ``config`` holds :class:`HostConfig` fields (e.g.
     ``time_context=True, time_zone="Europe/Berlin"``; ``write_delay_ms`` defaults to 0, so
     events become durable exactly at flushes). A host still running at the end is stopped
     cleanly."""
@@ -386,6 +400,7 @@ async def open_harness(
             clock=TrioWallClock(base_ms),
             adapters=adapters or (lambda: {"scripted": ScriptedAdapter()}),
             hooks=hooks,
+            uniform=uniform,
         )
         try:
             yield harness
