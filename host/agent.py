@@ -469,6 +469,10 @@ class Agent:
             calls = [block for block in outcome.content if block.get("type") == "tool-call"]
             failure = await self._run_tools(turn, calls)
             self._end_step(turn)
+            if turn.scope.cancel_called:
+                # A tool finished despite the cancel (a shielded body): stop before claiming, so
+                # pending steering stays queued for the next turn (§3.3). Reported as aborted.
+                return self._finished(turn)
             if failure is not None:
                 return error_reason(str(failure), "PERSISTENCE")
             if not calls and not self._queues["next-step"]:

@@ -246,14 +246,22 @@ def _decoded(event_or_header: Event | Any) -> Any:
 
 class LiveSession:
     """One live session of this process: its eventlog ``session``, ``agent``, schedule ``runtime``
-    and in-memory working directory ``cwd``."""
+    (whose tools ``schedule_tools`` name in the agent's registry) and in-memory working directory
+    ``cwd``."""
 
     def __init__(
-        self, session: Session, agent: Agent, runtime: schedule.ScheduleRuntime, cwd: Path, scope: trio.CancelScope
+        self,
+        session: Session,
+        agent: Agent,
+        runtime: schedule.ScheduleRuntime,
+        schedule_tools: tuple[str, ...],
+        cwd: Path,
+        scope: trio.CancelScope,
     ) -> None:
         self.session = session
         self.agent = agent
         self.runtime = runtime
+        self.schedule_tools = schedule_tools
         self.cwd = cwd
         self._stop = trio.Event()
         self._scope = scope  # cancelled only to abandon the session (a simulated crash)
@@ -425,9 +433,11 @@ class Host:
         then: Callable[[LiveSession], T],
         *,
         create: bool = True,
+        already: Callable[[LiveSession], T] | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> T:
-        """Run ``then(live)`` on the live session ``session_id`` (§5.2), in arrival order.
+        """Run ``then(live)`` on the live session ``session_id`` (§5.2), in arrival order, or
+        ``already(live)`` instead, if given, when the session was live before this call's turn.
 
         ``task_status.started()`` is reported once the call holds its place in the session's line.
         A session made live here runs ``then`` before its schedule runtime starts (§5.3 step 6).
@@ -440,7 +450,7 @@ class Host:
             self._check_open()
             live = self._live.get(session_id)
             if live is not None:
-                return then(live)
+                return (already or then)(live)
             assert self._nursery is not None, "use the host inside open_host()"
             path = self._store.path(session_id)
             resume = await trio.to_thread.run_sync(os.path.lexists, path)
@@ -547,16 +557,20 @@ class Host:
             queue=queue,
             on_durable_change=runtime.request_drive,
         )
-        registry.register(*schedule_tools(tools.specs(), agent.port))
+        registered = schedule_tools(tools.specs(), agent.port)
+        registry.register(*registered)
         agent.add_idle_callback(runtime.on_agent_idle)
         cwd = Path(session.header.cwd) if session.header.cwd else self.cwd
-        return LiveSession(session, agent, runtime, cwd, scope)
+        return LiveSession(session, agent, runtime, tuple(t.spec.name for t in registered), cwd, scope)
 
     async def _stop_session(self, live: LiveSession) -> None:
-        """§4.3.9 step 3: cancel the agent (``disposed``, queued input kept) and stop the runtime."""
+        """§4.3.9 step 3 and schedule.md §9's disposal: cancel the agent (``disposed``, queued input
+        kept; its idle notifications stop at once) and stop the runtime, then unregister the
+        schedule tools."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(live.agent.aclose)
             nursery.start_soon(live.runtime.aclose)
+        live.agent.tools.unregister(*live.schedule_tools)
 
     async def _flush_for_close(self, live: LiveSession) -> None:
         try:
@@ -609,9 +623,9 @@ class Host:
 
     async def resume(self, session_id: str) -> Literal["resumed", "already-live"]:
         """Make an existing session live without input (host.md §4.3.3); never creates one."""
-        if session_id in self._live:
-            return "already-live"
-        return await self._with_live(session_id, lambda live: "resumed", create=False)
+        return await self._with_live(
+            session_id, lambda live: "resumed", already=lambda live: "already-live", create=False
+        )
 
     async def working_directory(self, session_id: str) -> str:
         """The session's effective directory (header ``cwd``, else the host's), made live first."""
