@@ -1,5 +1,6 @@
 """Shared helpers for the agent-loop, session and restart tests: expectations written from the
-spec (host.md §3.5, §3.11; schedule.md §10.2), script adapters and small log queries."""
+spec (host.md §3.5, §3.11; schedule.md §10.2), script adapters, notification waiters, a recording
+pre-step hook and small log queries."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import trio
+
+from host.app import Delta, EventAppended
 from host.scripted import ScriptedAdapter, parse_script
+from host.testing import Harness
+from timecontext import PreStep
 
 B = 1_770_724_800_000  # 2026-02-10T12:00:00Z, the spec's epoch
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -140,3 +146,45 @@ def tool_results(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+class Seen:
+    """Waits for the first notification matching a predicate (subscribe before acting)."""
+
+    def __init__(self, h: Harness, predicate: Callable[[object], bool]) -> None:
+        self._predicate = predicate
+        self._event = trio.Event()
+        self._unsubscribe = h.host.subscribe(self._observe)
+
+    def _observe(self, value: object) -> None:
+        if not self._event.is_set() and self._predicate(value):
+            self._event.set()
+            self._unsubscribe()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+def streaming(h: Harness) -> Seen:
+    """Resolves at the first streamed chunk (a model call is under way)."""
+    return Seen(h, lambda n: isinstance(n, Delta))
+
+
+def appended(h: Harness, type_: str) -> Seen:
+    """Resolves when an event of ``type_`` is appended."""
+    return Seen(h, lambda n: isinstance(n, EventAppended) and n.event.type == type_)
+
+
+class Hook:
+    """A pre-step hook running ``fn(pre, decision)``; records each ``PreStep`` and the event
+    types it saw (``pre.events`` is a live view, so they are recorded at call time)."""
+
+    def __init__(self, fn: Callable[[PreStep, Any], Any]) -> None:
+        self.fn = fn
+        self.calls: list[PreStep] = []
+        self.seen_types: list[list[str]] = []
+
+    def pre_step(self, pre: PreStep, decision: Any) -> Any:
+        self.calls.append(pre)
+        self.seen_types.append([e.type for e in pre.events])
+        return self.fn(pre, decision)

@@ -17,7 +17,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,14 +30,23 @@ import trio.testing
 
 import eventlog.fileio
 from eventlog import read_log
-from host.app import ChildCreated, Delta, EventAppended, HostError, StatusChanged
+from host.app import ChildCreated, EventAppended, HostError, StatusChanged
 from host.model import ModelRequest
 from host.openai import OpenAIAdapter
 from host.scripted import ScriptedAdapter, parse_script
 from host.testing import Harness, open_harness
 from host.tools import FunctionTool, ToolError, ToolSpec
 from schedule import AgentBusy, InvalidToolArguments
-from tests.host.loop_support import SCHEDULE_TOOLS
+from tests.host.loop_support import (
+    SCHEDULE_TOOLS,
+    Hook,
+    appended,
+    compact,
+    of_type,
+    script,
+    streaming,
+    types,
+)
 from timecontext import Enter, PreStep, Reject
 
 B = 1_770_724_800_000  # 2026-02-10T12:00:00Z, the spec's epoch
@@ -181,14 +190,6 @@ def lines(h: Harness, session_id: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in raw[1:-1]]
 
 
-def of(events: Iterable[dict[str, Any]], *types: str) -> list[dict[str, Any]]:
-    return [e for e in events if e["type"] in types]
-
-
-def kinds(events: Iterable[dict[str, Any]]) -> list[str]:
-    return [e["type"] for e in events]
-
-
 def trace(h: Harness, start: int = 0) -> list[str]:
     """Event types and status flips as observers saw them, in order."""
     out = []
@@ -203,16 +204,6 @@ def trace(h: Harness, start: int = 0) -> list[str]:
 def iso(ms: int) -> str:
     """schedule's UTC instant format, ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def script(*lines_: dict[str, Any]) -> Callable[[], dict[str, ScriptedAdapter]]:
-    """One script-mode adapter shared by every host the harness starts."""
-    adapter = ScriptedAdapter(parse_script("\n".join(compact(line) for line in lines_)))
-    return lambda: {"scripted": adapter}
 
 
 class Recorder:
@@ -232,29 +223,14 @@ class Recorder:
         return lambda: {"scripted": self}
 
 
-class Waiter:
-    """Resolves when an observer sees a matching notification (subscribe before acting)."""
-
-    def __init__(self, h: Harness, predicate: Callable[[Any], bool]) -> None:
-        self._event = trio.Event()
-        self._predicate = predicate
-        self._unsubscribe = h.host.subscribe(self._observe)
-
-    def _observe(self, value: Any) -> None:
-        if not self._event.is_set() and self._predicate(value):
-            self._event.set()
-            self._unsubscribe()
-
-    async def wait(self) -> None:
-        await self._event.wait()
-
-
-def on_delta(h: Harness) -> Waiter:
-    return Waiter(h, lambda n: isinstance(n, Delta))
-
-
-def on_event(h: Harness, type_: str) -> Waiter:
-    return Waiter(h, lambda n: isinstance(n, EventAppended) and n.event.type == type_)
+async def run_prompts(tmp_path: Path, *prompts: str, **options: Any) -> list[dict[str, Any]]:
+    """Start a harness with ``options``, send each prompt to ``main`` and settle, and return its log."""
+    async with open_harness(tmp_path, **options) as h:
+        await h.start()
+        for prompt in prompts:
+            await h.prompt("main", prompt)
+            await h.settle()
+        return lines(h, "main")
 
 
 SLOW = {"text": "a slow answer that streams in pieces", "delayMs": 1000}
@@ -289,7 +265,7 @@ async def test_3_11_plain_text_turn(tmp_path, clock) -> None:
     assert_lines(actual, numbered(expected))
     assert all(line == dumps(json.loads(line)).encode() for line in raw)  # compact, raw non-ASCII
     assert notified == raw  # observers get every event exactly as logged, in seq order
-    assert seen == ["agent/inbox/spliced", "status:running", *kinds(actual[1:]), "status:idle"]
+    assert seen == ["agent/inbox/spliced", "status:running", *types(actual[1:]), "status:idle"]
 
 
 async def test_3_11_tool_call_turn_then_reminder_follow_up(tmp_path, clock, monkeypatch) -> None:
@@ -374,7 +350,7 @@ async def test_3_11_tool_call_turn_then_reminder_follow_up(tmp_path, clock, monk
     assert actual[17]["time"] == created_at + 5000  # on time, while idle
     # → idle after turn 1; then receipt → dispatch → (maintenance released) → running → turn → idle
     assert first_activity[-2:] == ["turn/end", "status:idle"]
-    assert follow_up == ["agent/inbox/spliced", "schedule/change", "status:running", *kinds(actual[19:]), "status:idle"]
+    assert follow_up == ["agent/inbox/spliced", "schedule/change", "status:running", *types(actual[19:]), "status:idle"]
 
 
 # === §3.6 / §3.11 model failures and retries =====================================================
@@ -444,7 +420,7 @@ OPENAI_HEADER = header_data("initial", config={"provider": "openai", "model": "g
 async def test_3_11_endpoint_401_ends_the_turn_with_auth(tmp_path) -> None:
     body = '{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}'
     events = await run_openai(tmp_path, [http(401, body)], uniform=lambda a, b: 1.0)
-    assert kinds(events)[:6] == ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start",
+    assert types(events)[:6] == ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start",
                                  "user/message", "request/header"]  # fmt: skip
     assert events[5]["data"] == OPENAI_HEADER
     assert_lines(events[6:], numbered([
@@ -476,7 +452,7 @@ async def test_3_11_endpoint_503_then_success_retries_in_the_same_step(tmp_path)
         env("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
     ], 6))  # fmt: skip
     assert draws == [(0.9, 1.1)]  # d = round(500 · 2^0 × u), u uniform in [0.9, 1.1]
-    assert len(of(events, "turn/start")) == 1
+    assert len(of_type(events, "turn/start")) == 1
 
 
 async def test_backoff_formula_on_trios_clock(tmp_path, clock) -> None:
@@ -495,7 +471,7 @@ async def test_backoff_formula_on_trios_clock(tmp_path, clock) -> None:
         await h.prompt("main", "hi")
         await h.settle()
         events = lines(h, "main")
-    retries, started = of(events, "llm/retry"), of(events, "llm/retry-started")
+    retries, started = of_type(events, "llm/retry"), of_type(events, "llm/retry-started")
     bases = [500, 1000, 2000, 4000, 8000, 10000]
     assert [r["data"]["delayMs"] for r in retries] == [round(b * u) for b, u in zip(bases, us)]
     assert [r["data"]["retry"] for r in retries] == [1, 2, 3, 4, 5, 6]
@@ -519,7 +495,7 @@ async def test_provider_retry_after_replaces_the_delay_up_to_10000_ms(tmp_path, 
         await h.start()
         await h.prompt("main", "hi")
         await h.settle()
-        retries = [r["data"] for r in of(lines(h, "main"), "llm/retry")]
+        retries = [r["data"] for r in of_type(lines(h, "main"), "llm/retry")]
     assert [r["delayMs"] for r in retries] == [10000, 1000, 0]  # 10001 > 10000: the backoff (500·2 × 1.0)
     assert draws == [(0.9, 1.1)]  # only the backoff draws jitter
     assert retries[0]["failure"] == {"message": "slow down", "code": "RATE_LIMIT", "status": 429,
@@ -532,12 +508,8 @@ async def test_provider_retry_after_replaces_the_delay_up_to_10000_ms(tmp_path, 
      ("AUTH", False), ("QUOTA", False), ("INVALID_REQUEST", False), ("STREAM_CLOSED", False), ("HTTP_404", False)],
 )  # fmt: skip
 async def test_retry_classification_is_by_code(tmp_path, clock, code: str, retryable: bool) -> None:
-    async with open_harness(tmp_path, adapters=script({"error": {"message": "m", "code": code}}, {"text": "ok"})) as h:
-        await h.start()
-        await h.prompt("main", "hi")
-        await h.settle()
-        events = lines(h, "main")
-    assert len(of(events, "llm/retry")) == (1 if retryable else 0)
+    events = await run_prompts(tmp_path, "hi", adapters=script({"error": {"message": "m", "code": code}}, {"text": "ok"}))
+    assert len(of_type(events, "llm/retry")) == (1 if retryable else 0)
     reason = events[-1]["data"]["reason"]
     assert reason == ({"kind": "completed"} if retryable else {"kind": "error", "error": {"message": "m", "code": code}})
 
@@ -547,7 +519,7 @@ async def test_an_empty_completed_response_is_retried_as_empty_response(tmp_path
         await h.start()
         await h.prompt("main", "hi")
         await h.settle()
-        retry = of(lines(h, "main"), "llm/retry")[0]["data"]
+        retry = of_type(lines(h, "main"), "llm/retry")[0]["data"]
     assert retry["failure"] == {"message": "model returned a completed response with no content", "code": "EMPTY_RESPONSE"}
 
 
@@ -573,18 +545,14 @@ class Broken:
 )  # fmt: skip
 async def test_an_adapter_that_raises_or_stops_early_is_adapter_error(tmp_path, clock, raises, message) -> None:
     adapter = Broken(raises)
-    async with open_harness(tmp_path, adapters=lambda: {"scripted": adapter}) as h:
-        await h.start()
-        await h.prompt("main", "hi")
-        await h.settle()
-        events = lines(h, "main")
+    events = await run_prompts(tmp_path, "hi", adapters=lambda: {"scripted": adapter})
     error = events[-1]["data"]["reason"]["error"]
-    assert error["code"] == "ADAPTER_ERROR" and not of(events, "llm/retry", "assistant/message")
+    assert error["code"] == "ADAPTER_ERROR" and not of_type(events, "llm/retry", "assistant/message")
     if message is not None:
         assert error == {"message": message, "code": "ADAPTER_ERROR"}
     else:
         assert error["message"].startswith("model adapter failed: ")
-    assert kinds(events)[-2:] == ["step/end", "turn/end"]
+    assert types(events)[-2:] == ["step/end", "turn/end"]
 
 
 async def test_assembly_ids_names_and_malformed_calls(tmp_path, clock) -> None:
@@ -619,7 +587,7 @@ async def test_assembly_ids_names_and_malformed_calls(tmp_path, clock) -> None:
         await h.prompt("main", "two")
         await h.settle()
         events = lines(h, "main")
-    first = of(events, "assistant/message")[0]["data"]
+    first = of_type(events, "assistant/message")[0]["data"]
     assert first["message"]["content"] == [
         {"type": "reasoning", "text": "let me see"},
         {"type": "tool-call", "id": "call-1-1-1", "name": "schedule_list", "arguments": "{}"},
@@ -639,9 +607,9 @@ async def test_3_11_user_cancel_while_turn_3_streams_with_one_prompt_queued(tmp_
         for prompt in ("a", "b"):
             await h.prompt("main", prompt)
             await h.settle()
-        streaming = on_delta(h)
+        started = streaming(h)
         await h.prompt("main", "c")
-        await streaming.wait()
+        await started.wait()
         await h.prompt("main", "queued")
         before = len(h.host.live("main").session.events)
         mark = len(h.notifications)
@@ -654,16 +622,16 @@ async def test_3_11_user_cancel_while_turn_3_streams_with_one_prompt_queued(tmp_
         env("step/end", {"turn": 3, "step": 1}),
         env("turn/end", {"turn": 3, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}),
     ], before))  # fmt: skip
-    assert len(of(events, "assistant/message")) == 2  # the partial output of turn 3 is discarded
+    assert len(of_type(events, "assistant/message")) == 2  # the partial output of turn 3 is discarded
     assert seen == ["agent/inbox/spliced", "step/end", "turn/end", "status:idle"]
 
 
 async def test_shutdown_during_a_turn_writes_disposed_without_a_splice(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW)) as h:
         await h.start()
-        streaming = on_delta(h)
+        started = streaming(h)
         await h.prompt("main", "first")
-        await streaming.wait()
+        await started.wait()
         await h.prompt("main", "queued")
         before = len(h.host.live("main").session.events)
         await h.stop()
@@ -678,22 +646,22 @@ async def test_cancel_during_the_retry_sleep_aborts_the_turn(tmp_path, clock) ->
     err = {"error": {"message": "busy", "code": "SERVER", "status": 503}}
     async with open_harness(tmp_path, adapters=script(err, {"text": "never"})) as h:
         await h.start()
-        retry = on_event(h, "llm/retry")
+        retry = appended(h, "llm/retry")
         await h.prompt("main", "hi")
         await retry.wait()
         h.host.live("main").agent.cancel("user")
         await h.settle()
         events = lines(h, "main")
-    assert kinds(events)[-4:] == ["request/header", "llm/retry", "step/end", "turn/end"]
+    assert types(events)[-4:] == ["request/header", "llm/retry", "step/end", "turn/end"]
     assert events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
 
 
 async def test_cancel_clears_next_step_then_next_turn_and_writes_no_empty_splice(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW)) as h:
         await h.start()
-        streaming = on_delta(h)
+        started = streaming(h)
         await h.prompt("main", "first")
-        await streaming.wait()
+        await started.wait()
         await h.prompt("main", "t1")
         await h.prompt("main", "t2")
         await h.prompt("main", "s1", mode="steer")
@@ -705,7 +673,7 @@ async def test_cancel_clears_next_step_then_next_turn_and_writes_no_empty_splice
         live.agent.cancel("user")  # idle now: nothing happens
         assert len(live.session.events) == len(events)
     assert [e["data"] for e in events[before:before + 2]] == [canceled(1, "next-step"), canceled(2, "next-turn")]
-    assert kinds(events[before + 2:]) == ["step/end", "turn/end"]
+    assert types(events[before + 2:]) == ["step/end", "turn/end"]
 
 
 # === §3.2 the inbox ===============================================================================
@@ -714,15 +682,15 @@ async def test_cancel_clears_next_step_then_next_turn_and_writes_no_empty_splice
 async def test_receipts_record_the_queue_length_before_and_the_target(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "2"}, {"text": "3"}, {"text": "4"})) as h:
         await h.start()
-        streaming = on_delta(h)
+        started = streaming(h)
         ids = [await h.prompt("main", "p0", rpc_id="0")]
-        await streaming.wait()
+        await started.wait()
         ids.append(await h.prompt("main", "p1", rpc_id="1"))
         ids.append(await h.prompt("main", "p2", rpc_id="2"))
         ids.append(await h.prompt("main", "s0", rpc_id="3", mode="steer"))
         await h.settle()
         events = lines(h, "main")
-    receipts = [e["data"] for e in of(events, "agent/inbox/spliced") if e["data"]["inserted"]]
+    receipts = [e["data"] for e in of_type(events, "agent/inbox/spliced") if e["data"]["inserted"]]
     sources = [{"kind": "user", "rpcId": str(i)} for i in range(4)]
     assert [dumps(r) for r in receipts] == [dumps(x) for x in [
         receipt(user_msg(ids[0], "p0", sources[0]), 0),
@@ -737,41 +705,41 @@ async def test_a_turn_boundary_claims_all_steering_then_one_prompt(tmp_path, clo
     failing = {"text": "partial", "delayMs": 1000, "error": {"message": "bad", "code": "INVALID_REQUEST"}}
     async with open_harness(tmp_path, adapters=script(failing, {"text": "two"}, {"text": "three"})) as h:
         await h.start()
-        streaming = on_delta(h)
+        started = streaming(h)
         await h.prompt("main", "first")
-        await streaming.wait()
+        await started.wait()
         await h.prompt("main", "A")
         await h.prompt("main", "B")
         await h.prompt("main", "S1", mode="steer")
         await h.prompt("main", "S2", mode="steer")
         await h.settle()
         events = lines(h, "main")
-    ends = [e["seq"] for e in of(events, "turn/end")]
+    ends = [e["seq"] for e in of_type(events, "turn/end")]
     turn2 = events[ends[0] + 1 : ends[1] + 1]
-    assert kinds(turn2)[:7] == ["turn/start", "agent/inbox/spliced", "agent/inbox/spliced", "step/start",
+    assert types(turn2)[:7] == ["turn/start", "agent/inbox/spliced", "agent/inbox/spliced", "step/start",
                                 "user/message", "user/message", "user/message"]  # fmt: skip
     assert [dumps(e["data"]) for e in turn2[1:3]] == [dumps(claim(2, "next-step")), dumps(claim(1, "next-turn"))]
     assert [m["data"]["content"][0]["text"] for m in turn2[4:7]] == ["S1", "S2", "A"]
     turn3 = events[ends[1] + 1 :]
-    assert [e["data"] for e in of(turn3, "agent/inbox/spliced")] == [claim(1, "next-turn")]
-    assert [m["data"]["content"][0]["text"] for m in of(turn3, "user/message")] == ["B"]
+    assert [e["data"] for e in of_type(turn3, "agent/inbox/spliced")] == [claim(1, "next-turn")]
+    assert [m["data"]["content"][0]["text"] for m in of_type(turn3, "user/message")] == ["B"]
 
 
 async def test_between_steps_only_steering_is_claimed(tmp_path, clock) -> None:
     slow_call = {"toolCalls": [{"name": "schedule_list", "arguments": {}}], "delayMs": 1000}
     async with open_harness(tmp_path, adapters=script(slow_call, {"text": "two"}, {"text": "three"})) as h:
         await h.start()
-        streaming = on_delta(h)
+        started = streaming(h)
         await h.prompt("main", "first")
-        await streaming.wait()
+        await started.wait()
         await h.prompt("main", "next turn")
         await h.prompt("main", "steer", mode="steer")
         await h.settle()
         events = lines(h, "main")
-    step2 = events[[e["seq"] for e in of(events, "step/end")][0] + 1 :]
-    assert kinds(step2)[:3] == ["agent/inbox/spliced", "step/start", "user/message"]
+    step2 = events[[e["seq"] for e in of_type(events, "step/end")][0] + 1 :]
+    assert types(step2)[:3] == ["agent/inbox/spliced", "step/start", "user/message"]
     assert step2[0]["data"] == claim(1, "next-step") and step2[2]["data"]["content"] == [text("steer")]
-    assert [e["data"]["turn"] for e in of(events, "turn/start")] == [1, 2]
+    assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == [1, 2]
 
 
 async def test_steering_an_idle_agent_opens_a_turn_that_claims_next_step(tmp_path, clock) -> None:
@@ -800,7 +768,7 @@ async def test_status_flips_once_per_activity_and_never_for_maintenance(tmp_path
 
         async def waiter() -> None:
             await live.agent.port.when_idle()
-            idle_seen.append(len(of(lines(h, "main"), "turn/end")))
+            idle_seen.append(len(of_type(lines(h, "main"), "turn/end")))
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(waiter)
@@ -849,7 +817,7 @@ async def test_run_maintenance_rules(tmp_path, clock) -> None:
         events = lines(h, "main")
     assert port.id == "main" and called == []
     assert_lines(events[:1], numbered([env("agent/inbox/spliced", receipt(user_msg(uid(), "due", SCHEDULE_SOURCE)))]))
-    assert len(of(events, "agent/inbox/spliced")) == 2  # receipt, claim: nothing after the stop
+    assert len(of_type(events, "agent/inbox/spliced")) == 2  # receipt, claim: nothing after the stop
 
 
 async def test_a_release_without_input_does_not_wake(tmp_path, clock) -> None:
@@ -871,7 +839,7 @@ async def test_a_reminder_due_during_a_turn_waits_for_idle(tmp_path, clock) -> N
         await h.prompt("main", "talk for a while")
         await h.settle()
         events = lines(h, "main")
-    ends = [e["seq"] for e in of(events, "turn/end")]
+    ends = [e["seq"] for e in of_type(events, "turn/end")]
     after_turn_2 = events[ends[1] + 1 :]
     assert [e["type"] for e in after_turn_2[:3]] == ["agent/inbox/spliced", "schedule/change", "turn/start"]
     assert after_turn_2[0]["data"]["inserted"][0]["source"] == SCHEDULE_SOURCE
@@ -895,7 +863,7 @@ async def test_request_header_initial_change_and_unchanged(tmp_path, clock) -> N
         await h.prompt("main", "no tools")
         await h.settle()
         events = lines(h, "main")
-    headers = of(events, "request/header")
+    headers = of_type(events, "request/header")
     route2 = {"provider": "scripted", "model": "m2", "reasoningEffort": "low", "maxTokens": 64}
     assert [dumps(x["data"]) for x in headers] == [dumps(y) for y in [
         header_data("initial"),
@@ -914,7 +882,7 @@ async def test_an_empty_system_prompt_is_omitted(tmp_path, clock, system) -> Non
         await h.start()
         await h.prompt("main", "hi")
         await h.settle()
-        header = of(lines(h, "main"), "request/header")[0]["data"]
+        header = of_type(lines(h, "main"), "request/header")[0]["data"]
     assert dumps(header) == dumps(header_data("initial", system=None))
 
 
@@ -924,7 +892,7 @@ async def test_system_text_replaces_the_default(tmp_path, clock) -> None:
         await h.start()
         await h.prompt("main", "hi")
         await h.settle()
-        header = of(lines(h, "main"), "request/header")[0]["data"]
+        header = of_type(lines(h, "main"), "request/header")[0]["data"]
     assert header["header"]["system"] == "Be brief." and recorder.requests[0].system == "Be brief."
 
 
@@ -939,11 +907,11 @@ async def test_resume_and_fork_child_headers_are_resume(tmp_path, clock) -> None
         await h.prompt("alt", "in the child")
         await h.settle()
         main, alt = lines(h, "main"), lines(h, "alt")
-    assert [x["data"]["reason"] for x in of(main, "request/header")] == ["initial", "resume"]
-    assert of(main, "request/header")[1]["data"] == header_data("resume")
-    child_headers = of(alt[forked["seedLength"]:], "request/header")
+    assert [x["data"]["reason"] for x in of_type(main, "request/header")] == ["initial", "resume"]
+    assert of_type(main, "request/header")[1]["data"] == header_data("resume")
+    child_headers = of_type(alt[forked["seedLength"]:], "request/header")
     assert [x["data"] for x in child_headers] == [header_data("resume")]
-    assert [e["data"]["turn"] for e in of(alt, "turn/start")] == [1, 2]
+    assert [e["data"]["turn"] for e in of_type(alt, "turn/start")] == [1, 2]
 
 
 # === §3.7 tools =======================================================================================
@@ -1021,8 +989,8 @@ async def test_tool_results_and_failure_texts(tmp_path, clock) -> None:
          '{"got":{"n":2.0,"x":1.5,"e":1,"o":{"d":"y"},"arr":[],"z":null},"note":"é😀","bad":"\\ud800"}', None),
     ]  # fmt: skip
     events = await run_tools(tmp_path, [{"name": n, "arguments": a} for n, a, _, _ in cases])
-    step = events[of(events, "assistant/message")[0]["seq"] + 1 : of(events, "step/end")[0]["seq"]]
-    assert kinds(step) == ["tool/call", "tool/result"] * len(cases)  # one at a time, in content order
+    step = events[of_type(events, "assistant/message")[0]["seq"] + 1 : of_type(events, "step/end")[0]["seq"]]
+    assert types(step) == ["tool/call", "tool/result"] * len(cases)  # one at a time, in content order
     expected = []
     for i, (name, arguments, body, error) in enumerate(cases):
         call_id = f"call-1-1-{i}"
@@ -1075,7 +1043,7 @@ async def test_a_failed_tool_call_flush_fails_this_and_later_calls(tmp_path, clo
             await h.settle()
         events = list(map(json.loads, (e.to_json() for e in live.session.events)))
     assert ran == []
-    tail = events[of(events, "assistant/message")[0]["seq"] + 1 :]
+    tail = events[of_type(events, "assistant/message")[0]["seq"] + 1 :]
     message = tail[-1]["data"]["reason"]["error"]["message"]
     assert message.startswith('failed to persist session "main": ')  # eventlog's message
     error = {"name": "PersistenceError", "code": "PERSISTENCE"}
@@ -1109,7 +1077,7 @@ async def test_cancel_mid_tool_aborts_it_and_the_calls_not_started(tmp_path, clo
         live.agent.cancel("user")
         await h.settle()
         events = lines(h, "main")
-    tail = events[of(events, "assistant/message")[0]["seq"] + 1 :]
+    tail = events[of_type(events, "assistant/message")[0]["seq"] + 1 :]
     first = tail[0]["seq"]
     assert_lines(tail, numbered([
         env("tool/call", {"turn": 1, "step": 1, "callId": "call-1-1-0", "name": "hang", "arguments": "{}"}),
@@ -1146,27 +1114,6 @@ async def test_tool_names_are_checked_and_unique(tmp_path, clock) -> None:
 # === §3.3 / §3.4 / §3.8 turn/end reasons and the pre-step chain ======================================
 
 
-class Hook:
-    """A pre-step hook running ``fn(pre, decision)``; records what it was given."""
-
-    def __init__(self, fn: Callable[[PreStep, Any], Any]) -> None:
-        self.fn = fn
-        self.calls: list[PreStep] = []
-
-    def pre_step(self, pre: PreStep, decision: Any) -> Any:
-        self.calls.append(pre)
-        return self.fn(pre, decision)
-
-
-async def one_prompt(tmp_path: Path, *, prompts: tuple[str, ...] = ("hi",), **options: Any) -> list[dict[str, Any]]:
-    async with open_harness(tmp_path, **options) as h:
-        await h.start()
-        for prompt in prompts:
-            await h.prompt("main", prompt)
-            await h.settle()
-        return lines(h, "main")
-
-
 @pytest.mark.parametrize("empty_step_2", [False, True])
 async def test_max_tokens_is_sticky(tmp_path, clock, empty_step_2: bool) -> None:
     """Step 1 stops at the cap while steering arrives; step 2 then completes normally, or a hook
@@ -1176,25 +1123,25 @@ async def test_max_tokens_is_sticky(tmp_path, clock, empty_step_2: bool) -> None
     hook = Hook(lambda pre, decision: Enter(()) if empty_step_2 and pre.step == 2 else decision)
     async with open_harness(tmp_path, hooks=[hook], adapters=script(cut, {"text": "fine"})) as h:
         await h.start()
-        streaming = on_delta(h)
+        started = streaming(h)
         await h.prompt("main", "go")
-        await streaming.wait()
+        await started.wait()
         await h.prompt("main", "steer 1", mode="steer")
         await h.settle()
         events = lines(h, "main")
-    first = of(events, "assistant/message")[0]["data"]
+    first = of_type(events, "assistant/message")[0]["data"]
     assert first["message"]["content"] == [text("cut")]  # tool calls dropped on max-tokens
-    assert not of(events, "tool/call")
-    assert [e["data"]["step"] for e in of(events, "step/start")] == ([1] if empty_step_2 else [1, 2])
+    assert not of_type(events, "tool/call")
+    assert [e["data"]["step"] for e in of_type(events, "step/start")] == ([1] if empty_step_2 else [1, 2])
     assert [(p.step, p.continuation) for p in hook.calls] == [(1, False), (2, False)]
     assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "max-tokens"}}
 
 
 async def test_step_limit(tmp_path, clock) -> None:
     loop = {"toolCalls": [{"name": "schedule_list", "arguments": {}}]}
-    events = await one_prompt(tmp_path, adapters=script(loop, loop, loop), max_steps=2)
-    assert [e["data"]["step"] for e in of(events, "step/start")] == [1, 2]
-    assert kinds(events)[-3:] == ["tool/result", "step/end", "turn/end"]
+    events = await run_prompts(tmp_path, "hi", adapters=script(loop, loop, loop), max_steps=2)
+    assert [e["data"]["step"] for e in of_type(events, "step/start")] == [1, 2]
+    assert types(events)[-3:] == ["tool/result", "step/end", "turn/end"]
     assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "error", "error": {
         "message": "turn exceeded 2 steps", "code": "STEP_LIMIT"}}}  # fmt: skip
 
@@ -1208,14 +1155,14 @@ async def test_pre_step_exception_reject_and_empty_batch(tmp_path, clock) -> Non
             raise outcome
         return outcome
 
-    events = await one_prompt(tmp_path, prompts=("a", "b", "c", "d"), hooks=[Hook(decide)])
-    assert [e["data"]["reason"] for e in of(events, "turn/end")] == [
+    events = await run_prompts(tmp_path, "a", "b", "c", "d", hooks=[Hook(decide)])
+    assert [e["data"]["reason"] for e in of_type(events, "turn/end")] == [
         {"kind": "error", "error": {"message": "ValueError: bad hook", "code": "PRE_STEP"}},
         {"kind": "blocked"},
         {"kind": "completed"},
         {"kind": "completed"},
     ]
-    assert [e["data"]["turn"] for e in of(events, "step/start")] == [4]  # none for the first three turns
+    assert [e["data"]["turn"] for e in of_type(events, "step/start")] == [4]  # none for the first three turns
 
 
 async def test_hooks_see_the_log_without_the_batch_and_time_context_runs_last(tmp_path, clock) -> None:
@@ -1228,7 +1175,7 @@ async def test_hooks_see_the_log_without_the_batch_and_time_context_runs_last(tm
         return Enter(decision.messages + (note,))
 
     adapters = script({"toolCalls": [{"name": "schedule_list", "arguments": {}}]}, {"text": "done"})
-    events = await one_prompt(tmp_path, hooks=[Hook(add)], adapters=adapters, time_context=True, time_zone="UTC")
+    events = await run_prompts(tmp_path, "hi", hooks=[Hook(add)], adapters=adapters, time_context=True, time_zone="UTC")
     assert seen[0] == (1, 1, False, False, ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced"],
                        [[text("hi")]])  # fmt: skip
     assert seen[1][:4] == (1, 2, True, False) and seen[1][5] == []
@@ -1248,8 +1195,8 @@ async def test_internal_error_ends_the_turn_and_the_session_serves_on(tmp_path, 
             return super().get(provider, default)
 
     registry = Registry(scripted=ScriptedAdapter())
-    events = await one_prompt(tmp_path, prompts=("a", "b"), adapters=lambda: registry)
-    reasons = [e["data"]["reason"] for e in of(events, "turn/end")]
+    events = await run_prompts(tmp_path, "a", "b", adapters=lambda: registry)
+    reasons = [e["data"]["reason"] for e in of_type(events, "turn/end")]
     assert reasons[0]["kind"] == "error" and reasons[0]["error"]["code"] == "INTERNAL"
     assert re.fullmatch(r"[A-Za-z]+Error: .+", reasons[0]["error"]["message"])  # <ExceptionType>: <message>
     assert reasons[1] == {"kind": "completed"}
@@ -1270,7 +1217,7 @@ async def test_derived_history_is_the_surface_in_log_order(tmp_path, clock) -> N
         events = lines(h, "main")
     surface = [e["data"] if e["type"] == "user/message" else e["data"]["message"]
                for e in events if e.get("surfaceOp") == "append"]  # fmt: skip
-    empty = of(events, "assistant/message")[2]["data"]["message"]
+    empty = of_type(events, "assistant/message")[2]["data"]["message"]
     assert empty["content"] == []
     last = recorder.requests[-1]
     assert list(last.messages) == [m for m in surface[:-1] if m != empty]  # up to its prompt; the empty reply skipped
@@ -1306,8 +1253,8 @@ async def test_a_deepseek_harness_log_with_a_replace_resumes_and_derives_history
     prompt = user_msg(message_id, "what changed?", {"kind": "user", "rpcId": "r"})
     assert list(recorder.requests[0].messages) == [summary, final_reply, prompt]
     new = events[len(old) + 1 :]
-    assert new[1]["data"] == {"turn": 2} and of(new, "request/header")[0]["data"]["reason"] == "resume"
-    assert of(new, "assistant/message")[0]["data"]["message"]["content"] == [text("You said: what changed?")]
+    assert new[1]["data"] == {"turn": 2} and of_type(new, "request/header")[0]["data"]["reason"] == "resume"
+    assert of_type(new, "assistant/message")[0]["data"]["message"]["content"] == [text("You said: what changed?")]
 
 
 # === §5.3 resume =========================================================================================
@@ -1352,9 +1299,9 @@ async def test_a_splice_that_does_not_fit_refuses_the_resume(tmp_path, clock, sp
 async def test_resume_replays_the_inbox_from_the_seed_and_runs_queued_prompts(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "queued ran"}, {"text": "child"})) as h:
         await h.start()
-        streaming = on_delta(h)
+        started = streaming(h)
         await h.prompt("main", "first")
-        await streaming.wait()
+        await started.wait()
         await h.prompt("main", "queued")
         await h.stop()  # disposed: the queued prompt stays in the log
         parent_before = lines(h, "main")
@@ -1368,8 +1315,8 @@ async def test_resume_replays_the_inbox_from_the_seed_and_runs_queued_prompts(tm
         parent = lines(h, "main")
     resumed = parent[len(parent_before) :]
     assert [dumps(e["data"]) for e in resumed[:2]] == [dumps({"turn": 2}), dumps(claim(1))]
-    assert of(resumed, "user/message")[0]["data"]["content"] == [text("queued")]
-    assert of(resumed, "request/header")[0]["data"]["reason"] == "resume"
+    assert of_type(resumed, "user/message")[0]["data"]["content"] == [text("queued")]
+    assert of_type(resumed, "request/header")[0]["data"]["reason"] == "resume"
     assert resumed[-1]["data"] == {"turn": 2, "reason": {"kind": "completed"}}
 
 
@@ -1380,7 +1327,7 @@ async def test_an_overdue_reminder_fires_once_after_resume_and_never_again(tmp_p
         await h.settle()
         await h.stop()
         await h.advance(60)  # the session is cold: nothing fires
-        assert not [e for e in of(lines(h, "main"), "schedule/change") if e["data"]["operation"] == "dispatch"]
+        assert not [e for e in of_type(lines(h, "main"), "schedule/change") if e["data"]["operation"] == "dispatch"]
         await h.start()
         await h.resume("main")
         await h.settle()
@@ -1389,10 +1336,10 @@ async def test_an_overdue_reminder_fires_once_after_resume_and_never_again(tmp_p
         await h.resume("main")
         await h.settle()
         again = lines(h, "main")
-    dispatches = [e for e in of(once, "schedule/change") if e["data"]["operation"] == "dispatch"]
+    dispatches = [e for e in of_type(once, "schedule/change") if e["data"]["operation"] == "dispatch"]
     assert [d["data"] for d in dispatches] == [{"version": 1, "operation": "dispatch", "id": "schedule-1"}]
-    assert [e["data"]["turn"] for e in of(once, "turn/start")] == [1, 2]
-    assert of(once, "assistant/message")[-1]["data"]["message"]["content"] == [text("Reminder: stretch")]
+    assert [e["data"]["turn"] for e in of_type(once, "turn/start")] == [1, 2]
+    assert of_type(once, "assistant/message")[-1]["data"]["message"]["content"] == [text("Reminder: stretch")]
     assert again == once  # no second dispatch, no model request
 
 
@@ -1408,11 +1355,11 @@ async def test_the_prompt_that_triggers_a_resume_goes_before_an_overdue_reminder
         await h.prompt("main", "hello again")
         await h.settle()
         new = lines(h, "main")[old:]
-    receipts = [e["data"]["inserted"][0] for e in of(new, "agent/inbox/spliced") if e["data"]["inserted"]]
+    receipts = [e["data"]["inserted"][0] for e in of_type(new, "agent/inbox/spliced") if e["data"]["inserted"]]
     assert [r["source"]["kind"] for r in receipts] == ["user", "plugin"]
     assert new[0]["data"]["inserted"][0]["content"] == [text("hello again")]
-    assert [e["data"]["turn"] for e in of(new, "turn/start")] == [2, 3]
-    replies = [e["data"]["message"]["content"] for e in of(new, "assistant/message")]
+    assert [e["data"]["turn"] for e in of_type(new, "turn/start")] == [2, 3]
+    replies = [e["data"]["message"]["content"] for e in of_type(new, "assistant/message")]
     assert replies == [[text("You said: hello again")], [text("Reminder: stretch")]]
 
 
@@ -1438,10 +1385,10 @@ async def test_one_agent_under_concurrent_first_requests(tmp_path, clock) -> Non
         assert got[0] is got[1] is host.live("main")
         await h.settle()
         events = lines(h, "main")
-    receipts = [e["data"]["inserted"][0]["source"]["rpcId"] for e in of(events, "agent/inbox/spliced")
+    receipts = [e["data"]["inserted"][0]["source"]["rpcId"] for e in of_type(events, "agent/inbox/spliced")
                 if e["data"]["inserted"]]  # fmt: skip
     assert receipts == ["1", "2", "3"]
-    assert [e["data"]["turn"] for e in of(events, "turn/start")] == [1, 2, 3]
+    assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == [1, 2, 3]
 
 
 async def test_the_schedule_append_guard_refuses_a_corrupting_change(tmp_path, clock) -> None:
@@ -1467,7 +1414,7 @@ async def test_an_unwritable_root_admits_nothing_and_can_be_retried(tmp_path, cl
         blocker.unlink()
         await h.prompt("main", "hi")  # a failed creation can be retried
         await h.settle()
-        assert of(lines(h, "main"), "turn/end")[0]["data"]["reason"] == {"kind": "completed"}
+        assert of_type(lines(h, "main"), "turn/end")[0]["data"]["reason"] == {"kind": "completed"}
 
 
 async def test_schedule_tools_are_unregistered_at_disposal(tmp_path, clock) -> None:
@@ -1508,7 +1455,7 @@ async def test_client_time_zone_table(tmp_path, clock) -> None:
         assert len(host.live("main").session.events) == count
         await h.settle()
         events = lines(h, "main")
-    sources = [e["data"]["inserted"][0]["source"] for e in of(events, "agent/inbox/spliced") if e["data"]["inserted"]]
+    sources = [e["data"]["inserted"][0]["source"] for e in of_type(events, "agent/inbox/spliced") if e["data"]["inserted"]]
     assert [dumps(s) for s in sources] == [dumps({"kind": "user", "rpcId": "7"})] + [
         dumps({"kind": "user", "rpcId": "r", "clientTimeZone": stored}) for _, stored in ACCEPTED_ZONES]
 
@@ -1585,9 +1532,9 @@ async def test_history_result_live_and_cold(tmp_path, clock) -> None:
         empty = await host.history("main", from_seq=len(on_disk), limit=5)
         note = host.live("main").session.append("test/note", {})  # not durable: the writer waits a minute
         live_page = await host.history("main", from_seq=8)
-        streaming = on_delta(h)
+        started = streaming(h)
         await h.prompt("main", "again")
-        await streaming.wait()
+        await started.wait()
         await h.crash(torn_tail=True)
         await h.start()
         cold_bytes = (h.root / "main.jsonl").read_bytes()
@@ -1603,7 +1550,7 @@ async def test_history_result_live_and_cold(tmp_path, clock) -> None:
                                   "done": True})  # fmt: skip
     assert live_page["events"] == [on_disk[8], json.loads(note.to_json())]  # from memory, not yet durable
     assert live_page["done"] is True and live_page["nextSeq"] == 10
-    assert kinds(cold["events"])[-1] != "turn/end"  # the unfinished turn as it is, no closers
+    assert types(cold["events"])[-1] != "turn/end"  # the unfinished turn as it is, no closers
     assert cold["done"] is True and cold["nextSeq"] == len(cold["events"])
 
 
@@ -1678,7 +1625,7 @@ async def test_checkpoint_flush_failure_ends_the_turn_before_the_request(tmp_pat
     assert recorder.requests == []
     message = events[-1]["data"]["reason"]["error"]["message"]
     assert message.startswith('failed to persist session "main": ')
-    assert kinds(events)[-3:] == ["request/header", "step/end", "turn/end"]
+    assert types(events)[-3:] == ["request/header", "step/end", "turn/end"]
     assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "error", "error": {"message": message,
                                                                                    "code": "PERSISTENCE"}}}  # fmt: skip
 
@@ -1709,10 +1656,10 @@ async def test_shutdown_after_a_shielded_tool_keeps_pending_steering_for_the_res
         await h.resume("main")
         await h.settle()
         resumed = lines(h, "main")[len(stopped) :]
-    tail = [e for e in stopped[of(stopped, "assistant/message")[0]["seq"] + 1 :] if e["type"] != "agent/inbox/spliced"]
-    assert kinds(tail) == ["tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end"]
-    assert [r["data"].get("error") for r in of(tail, "tool/result")] == [
+    tail = [e for e in stopped[of_type(stopped, "assistant/message")[0]["seq"] + 1 :] if e["type"] != "agent/inbox/spliced"]
+    assert types(tail) == ["tool/call", "tool/result", "tool/call", "tool/result", "step/end", "turn/end"]
+    assert [r["data"].get("error") for r in of_type(tail, "tool/result")] == [
         None, {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}]
     assert tail[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
-    assert [e["data"] for e in of(resumed, "agent/inbox/spliced")] == [claim(1, "next-step")]
-    assert of(resumed, "user/message")[0]["data"]["content"] == [text("steer me")]
+    assert [e["data"] for e in of_type(resumed, "agent/inbox/spliced")] == [claim(1, "next-step")]
+    assert of_type(resumed, "user/message")[0]["data"]["content"] == [text("steer me")]

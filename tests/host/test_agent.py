@@ -18,11 +18,13 @@ from host.tools import FunctionTool, ToolError, ToolSpec
 from schedule import AgentBusy
 from tests.host.loop_support import (
     B,
+    Hook,
     UUID4,
     compact,
     initial_header,
     of_type,
     script,
+    streaming,
     texts,
     tool_results,
     types,
@@ -50,31 +52,6 @@ def envelope(type_: str, seq: int, data: Any, *, time: int = B, surface: bool = 
 
 
 SLOW = {"text": "a long streamed answer that takes a while", "delayMs": 1000}
-
-
-class Seen:
-    """Waits for the first notification matching a predicate (subscribe before acting)."""
-
-    def __init__(self, h: Harness, predicate: Any) -> None:
-        self._predicate = predicate
-        self._event = trio.Event()
-        self._unsubscribe = h.host.subscribe(self._observe)
-
-    def _observe(self, value: object) -> None:
-        if not self._event.is_set() and self._predicate(value):
-            self._event.set()
-            self._unsubscribe()
-
-    async def wait(self) -> None:
-        await self._event.wait()
-
-
-def streaming(h: Harness) -> Seen:
-    return Seen(h, lambda n: isinstance(n, Delta))
-
-
-def appended(h: Harness, type_: str) -> Seen:
-    return Seen(h, lambda n: isinstance(n, EventAppended) and n.event.type == type_)
 
 
 def sleeping_tool(name: str, started: trio.Event) -> FunctionTool:
@@ -622,18 +599,6 @@ async def test_step_limit_ends_the_turn(tmp_path, clock) -> None:
 
 
 # --- pre-step hooks (§3.4) ----------------------------------------------------------------------------
-
-
-class Hook:
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-        self.calls: list[PreStep] = []
-        self.seen_types: list[list[str]] = []  # pre.events is a live view: record it at call time
-
-    def pre_step(self, pre: PreStep, decision: Any) -> Any:
-        self.calls.append(pre)
-        self.seen_types.append([e.type for e in pre.events])
-        return self.fn(pre, decision)
 
 
 async def run_with_hook(tmp_path: Any, hook: Hook, **config: Any) -> list[dict[str, Any]]:
