@@ -1,9 +1,9 @@
 """host — the assistant runtime of turnlog (spec host.md).
 
 The agent loop (:mod:`host.agent`), the live sessions and the operations every front door uses
-(:mod:`host.app`), the model adapters (:mod:`host.model`, :mod:`host.scripted`,
-:mod:`host.openai`, :mod:`host.providers`), the tool registry (:mod:`host.tools`) and the
-restart-testing harness (:mod:`host.testing`). It is the only package that wires ``eventlog``,
+(:mod:`host.app`) with their pure boundary rules (:mod:`host.boundary`), the model adapters
+(:mod:`host.model`, :mod:`host.scripted`, :mod:`host.openai`, :mod:`host.providers`), the tool
+registry (:mod:`host.tools`) and the restart-testing harness (:mod:`host.testing`). It is the only package that wires ``eventlog``,
 ``schedule`` and ``timecontext`` together.
 """
 
@@ -17,16 +17,13 @@ from host.app import (
     EventAppended,
     Host,
     HostConfig,
-    HostError,
     LiveSession,
     Notification,
     ShutdownReport,
     StatusChanged,
-    canonical_client_zone,
-    check_session_id,
     open_host,
-    resolve_root,
 )
+from host.boundary import HostError, canonical_client_zone, check_session_id, resolve_root
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -25,79 +24,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-import msgspec
 import trio
 
 import schedule
-from eventlog import (
-    Clock,
-    CorruptLog,
-    Event,
-    ForkError,
-    InvalidSessionId,
-    PersistenceError,
-    Session,
-    SessionBusy,
-    SessionExists,
-    SessionNotFound,
-    SessionStore,
-    SystemClock,
-    UnsupportedFormat,
-)
+from eventlog import Clock, Event, PersistenceError, Session, SessionStore, SystemClock
 from host.agent import DEFAULT_MAX_RETRIES, DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, Agent, AgentClosed, Route, Status
-from host.history import InboxReplayError, replay_inbox
+from host.boundary import (  # the boundary names are also importable from here, as front doors do
+    SESSION_ID_RULE,
+    HostError,
+    as_host_error,
+    canonical_client_zone,
+    check_session_id,
+    history_page,
+    list_result,
+    resolve_root,
+)
+from host.history import replay_inbox
 from host.model import ModelAdapter
 from host.tools import ToolRegistry, schedule_tools
 from timecontext import PreStepHook, TimeContext
 
 T = TypeVar("T")
 
-SESSION_ID_RULE = "[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
-_SESSION_ID = re.compile(SESSION_ID_RULE)
-INVALID_TIME_ZONE_MESSAGE = "clientTimeZone must be UTC or a valid IANA Area/Location name"
+__all__ = [
+    "SESSION_ID_RULE",
+    "Adapters",
+    "ChildCreated",
+    "Delta",
+    "EventAppended",
+    "Host",
+    "HostConfig",
+    "HostError",
+    "LiveSession",
+    "Notification",
+    "ShutdownReport",
+    "StatusChanged",
+    "canonical_client_zone",
+    "check_session_id",
+    "open_host",
+    "resolve_root",
+]
 
 _log = logging.getLogger("host")
-
-
-# --- errors ----------------------------------------------------------------------------------------
-
-
-class HostError(Exception):
-    """A refused operation: ``code`` is the stable ``data.code`` of host.md §4.2 and ``data`` its
-    extra members (e.g. ``{"value": …}`` for ``invalid-time-zone``). The message is one line."""
-
-    def __init__(self, code: str, message: str, **data: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-_STORE_CODES: tuple[tuple[type[Exception], str], ...] = (
-    (SessionNotFound, "session-not-found"),
-    (SessionBusy, "session-busy"),
-    (CorruptLog, "session-corrupt"),
-    (InboxReplayError, "session-corrupt"),
-    (UnsupportedFormat, "session-unsupported"),
-    (SessionExists, "session-exists"),
-)
-
-
-def _host_error(exc: BaseException, session_id: str, what: str) -> BaseException:
-    """Map an eventlog (or replay) error to the :class:`HostError` a client sees; anything else is
-    returned unchanged."""
-    for kind, code in _STORE_CODES:
-        if isinstance(exc, kind):
-            return HostError(code, str(exc))
-    if isinstance(exc, ForkError):
-        return HostError(exc.code.lower().replace("_", "-"), str(exc))
-    if isinstance(exc, InvalidSessionId):
-        return HostError("invalid-session-id", f"sessionId must match {SESSION_ID_RULE}", value=exc.value)
-    if isinstance(exc, PersistenceError):
-        return HostError("persistence-failed", f"{what}: {exc}", sessionId=session_id)
-    if isinstance(exc, AgentClosed):
-        return HostError("shutting-down", "SDK server is shutting down")
-    return exc
 
 
 def _sole(exc: BaseException) -> BaseException:
@@ -190,55 +158,6 @@ class ShutdownReport:
     @property
     def ok(self) -> bool:
         return not self.failed
-
-
-# --- root resolution ------------------------------------------------------------------------------
-
-
-def resolve_root(
-    option: str | os.PathLike[str] | None,
-    environ: Mapping[str, str],
-    *,
-    cwd: str | os.PathLike[str],
-    home: str | os.PathLike[str] | None = None,
-) -> Path:
-    """The session root of host.md §5.1, as an absolute path; empty variables count as unset.
-
-    ``--root`` (relative to ``cwd``), else ``$TURNLOG_HOME/sessions``, else ``$DSH_SESSION_ROOT``
-    itself (relative to ``cwd``), else ``$XDG_DATA_HOME/turnlog/sessions`` when ``XDG_DATA_HOME``
-    is absolute, else ``<home>/.local/share/turnlog/sessions`` (``home`` defaults to ``$HOME``).
-    Pure: no file system access.
-    """
-
-    def absolute(value: str | os.PathLike[str]) -> Path:
-        return Path(os.path.normpath(os.path.join(cwd, value)))
-
-    if option is not None and os.fspath(option) != "":
-        return absolute(option)
-    if environ.get("TURNLOG_HOME"):
-        return absolute(environ["TURNLOG_HOME"]) / "sessions"
-    if environ.get("DSH_SESSION_ROOT"):
-        return absolute(environ["DSH_SESSION_ROOT"])
-    xdg = environ.get("XDG_DATA_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        return Path(os.path.normpath(xdg)) / "turnlog" / "sessions"
-    base = home if home is not None else environ.get("HOME") or os.path.expanduser("~")
-    return absolute(base) / ".local" / "share" / "turnlog" / "sessions"
-
-
-def canonical_client_zone(value: object) -> str:
-    """The stored form of a prompt's ``clientTimeZone`` (host.md §4.3.2 step 3): the canonical
-    name, or :class:`HostError` ``invalid-time-zone`` carrying the value as received."""
-    if isinstance(value, str):
-        try:
-            return schedule.canonicalize_time_zone(value)
-        except Exception:
-            pass
-    raise HostError("invalid-time-zone", INVALID_TIME_ZONE_MESSAGE, value=value)
-
-
-def _decoded(event_or_header: Event | Any) -> Any:
-    return msgspec.json.decode(event_or_header.to_json())
 
 
 # --- live sessions --------------------------------------------------------------------------------
@@ -469,7 +388,7 @@ class Host:
                 exc = _sole(raised)
                 if not isinstance(exc, Exception):
                     raise
-                mapped = _host_error(exc, session_id, f'cannot open session "{session_id}"')
+                mapped = as_host_error(exc, session_id, f'cannot open session "{session_id}"')
                 if mapped is exc and exc is raised:
                     raise
                 raise mapped from exc
@@ -613,7 +532,7 @@ class Host:
                     return live.agent.steer(blocks, source)
                 return live.agent.followup(blocks, source)
             except (PersistenceError, AgentClosed) as exc:
-                raise _host_error(exc, session_id, f'cannot admit a prompt to session "{session_id}"') from exc
+                raise as_host_error(exc, session_id, f'cannot admit a prompt to session "{session_id}"') from exc
 
         return await self._with_live(session_id, enqueue, task_status=task_status)
 
@@ -659,33 +578,14 @@ class Host:
         try:
             header = await self._store.fork(parent, at=boundary_seq, id=child)
         except Exception as exc:
-            raise _host_error(exc, parent, f'cannot fork session "{parent}"') from exc
+            raise as_host_error(exc, parent, f'cannot fork session "{parent}"') from exc
         self._emit(ChildCreated(parent, child))
         return {"sessionId": child, "parentSessionId": parent, "seedLength": header.seed_length or 0}
 
     async def list_sessions(self) -> dict[str, Any]:
         """``{"sessions":[…],"skipped":[…]}`` of host.md §4.3.6, from headers only, never locking."""
-        sessions: list[dict[str, Any]] = []
-        skipped: list[dict[str, Any]] = []
-        for info in await self._store.list():
-            header = info.header
-            if info.problem is not None or header is None:
-                skipped.append({"file": info.path.name, "error": info.problem or "unreadable header"})
-                continue
-            entry: dict[str, Any] = {"sessionId": info.id, "createdAt": header.created_at}
-            if header.cwd is not None:
-                entry["cwd"] = header.cwd
-            if header.parent_session is not None:
-                entry["parentSessionId"] = header.parent_session
-            if header.seed_length is not None:
-                entry["seedLength"] = header.seed_length
-            live = self._live.get(info.id)
-            entry["live"] = live is not None
-            if live is not None:
-                entry["status"] = live.status
-            sessions.append(entry)
-        sessions.sort(key=lambda entry: (entry["createdAt"], entry["sessionId"]))
-        return {"sessions": sessions, "skipped": skipped}
+        infos = await self._store.list()
+        return list_result(infos, lambda session_id: live.status if (live := self._live.get(session_id)) else None)
 
     async def history(self, session_id: str, *, from_seq: int = 0, limit: int = 1000) -> dict[str, Any]:
         """A page of a session's events (host.md §4.3.7). A live session answers from memory
@@ -694,22 +594,12 @@ class Host:
         check_session_id(session_id)
         live = self._live.get(session_id)
         if live is not None:
-            header, events = live.session.header, live.session.events
-        else:
-            try:
-                snapshot = await self._store.inspect(session_id)
-            except Exception as exc:
-                raise _host_error(exc, session_id, f'cannot read session "{session_id}"') from exc
-            header, events = snapshot.header, snapshot.events
-        page = [_decoded(events[seq]) for seq in range(from_seq, min(len(events), from_seq + limit))]
-        next_seq = from_seq + len(page)
-        return {
-            "sessionId": session_id,
-            "header": _decoded(header),
-            "events": page,
-            "nextSeq": next_seq,
-            "done": next_seq >= len(events),
-        }
+            return history_page(session_id, live.session.header, live.session.events, from_seq, limit)
+        try:
+            snapshot = await self._store.inspect(session_id)
+        except Exception as exc:
+            raise as_host_error(exc, session_id, f'cannot read session "{session_id}"') from exc
+        return history_page(session_id, snapshot.header, snapshot.events, from_seq, limit)
 
     # --- shutdown ---------------------------------------------------------------------------------
 
@@ -756,13 +646,6 @@ class Host:
             await live._done.wait()
         self._shutdown_done.set()
         return durable
-
-
-def check_session_id(session_id: object) -> str:
-    """``session_id`` if it matches the id rule, else :class:`HostError` ``invalid-session-id``."""
-    if not isinstance(session_id, str) or _SESSION_ID.fullmatch(session_id) is None:
-        raise HostError("invalid-session-id", f"sessionId must match {SESSION_ID_RULE}", value=session_id)
-    return session_id
 
 
 @asynccontextmanager

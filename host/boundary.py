@@ -1,0 +1,175 @@
+"""The host's boundary rules, as pure functions over values (host.md §4.2, §4.3, §5.1).
+
+What every front door checks before anything is appended (session ids, ``clientTimeZone``), where
+sessions live (the root), the typed refusal :class:`HostError` and the mapping of store errors to
+its codes, and the result shapes of ``session/list`` and ``session/history``. Nothing here does
+I/O; :mod:`host.app` calls these around its effects.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+import schedule
+from eventlog import (
+    CorruptLog,
+    Event,
+    ForkError,
+    InvalidSessionId,
+    PersistenceError,
+    SessionBusy,
+    SessionExists,
+    SessionHeader,
+    SessionInfo,
+    SessionNotFound,
+    UnsupportedFormat,
+)
+from host.agent import AgentClosed
+from host.history import InboxReplayError
+
+SESSION_ID_RULE = "[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+_SESSION_ID = re.compile(SESSION_ID_RULE)
+INVALID_TIME_ZONE_MESSAGE = "clientTimeZone must be UTC or a valid IANA Area/Location name"
+
+
+class HostError(Exception):
+    """A refused operation: ``code`` is the stable ``data.code`` of host.md §4.2 and ``data`` its
+    extra members (e.g. ``{"value": …}`` for ``invalid-time-zone``). The message is one line."""
+
+    def __init__(self, code: str, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+_STORE_CODES: tuple[tuple[type[Exception], str], ...] = (
+    (SessionNotFound, "session-not-found"),
+    (SessionBusy, "session-busy"),
+    (CorruptLog, "session-corrupt"),
+    (InboxReplayError, "session-corrupt"),
+    (UnsupportedFormat, "session-unsupported"),
+    (SessionExists, "session-exists"),
+)
+
+
+def as_host_error(exc: BaseException, session_id: str, what: str) -> BaseException:
+    """The :class:`HostError` a client sees for an eventlog (or inbox replay) error, with
+    eventlog's message; ``what`` prefixes a ``persistence-failed`` message. Anything else is
+    returned unchanged."""
+    for kind, code in _STORE_CODES:
+        if isinstance(exc, kind):
+            return HostError(code, str(exc))
+    if isinstance(exc, ForkError):
+        return HostError(exc.code.lower().replace("_", "-"), str(exc))
+    if isinstance(exc, InvalidSessionId):
+        return HostError("invalid-session-id", f"sessionId must match {SESSION_ID_RULE}", value=exc.value)
+    if isinstance(exc, PersistenceError):
+        return HostError("persistence-failed", f"{what}: {exc}", sessionId=session_id)
+    if isinstance(exc, AgentClosed):
+        return HostError("shutting-down", "SDK server is shutting down")
+    return exc
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if it matches the id rule, else :class:`HostError` ``invalid-session-id``."""
+    if not isinstance(session_id, str) or _SESSION_ID.fullmatch(session_id) is None:
+        raise HostError("invalid-session-id", f"sessionId must match {SESSION_ID_RULE}", value=session_id)
+    return session_id
+
+
+def canonical_client_zone(value: object) -> str:
+    """The stored form of a prompt's ``clientTimeZone`` (host.md §4.3.2 step 3): the canonical
+    name, or :class:`HostError` ``invalid-time-zone`` carrying the value as received."""
+    if isinstance(value, str):
+        try:
+            return schedule.canonicalize_time_zone(value)
+        except Exception:
+            pass
+    raise HostError("invalid-time-zone", INVALID_TIME_ZONE_MESSAGE, value=value)
+
+
+def resolve_root(
+    option: str | os.PathLike[str] | None,
+    environ: Mapping[str, str],
+    *,
+    cwd: str | os.PathLike[str],
+    home: str | os.PathLike[str] | None = None,
+) -> Path:
+    """The session root of host.md §5.1, as an absolute path; empty variables count as unset.
+
+    ``--root`` (relative to ``cwd``), else ``$TURNLOG_HOME/sessions``, else ``$DSH_SESSION_ROOT``
+    itself (relative to ``cwd``), else ``$XDG_DATA_HOME/turnlog/sessions`` when ``XDG_DATA_HOME``
+    is absolute, else ``<home>/.local/share/turnlog/sessions`` (``home`` defaults to ``$HOME``).
+    Pure: no file system access.
+    """
+
+    def absolute(value: str | os.PathLike[str]) -> Path:
+        return Path(os.path.normpath(os.path.join(cwd, value)))
+
+    if option is not None and os.fspath(option) != "":
+        return absolute(option)
+    if environ.get("TURNLOG_HOME"):
+        return absolute(environ["TURNLOG_HOME"]) / "sessions"
+    if environ.get("DSH_SESSION_ROOT"):
+        return absolute(environ["DSH_SESSION_ROOT"])
+    xdg = environ.get("XDG_DATA_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(os.path.normpath(xdg)) / "turnlog" / "sessions"
+    base = home if home is not None else environ.get("HOME") or os.path.expanduser("~")
+    return absolute(base) / ".local" / "share" / "turnlog" / "sessions"
+
+
+def list_result(infos: Iterable[SessionInfo], status: Callable[[str], str | None]) -> dict[str, Any]:
+    """``{"sessions":[…],"skipped":[…]}`` of host.md §4.3.6 from the store's listing.
+
+    ``status(id)`` is a live session's public status, ``None`` for a cold one. Sessions are
+    sorted by ``createdAt``, then ``sessionId``; a file whose header cannot be read is skipped."""
+    sessions: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    for info in infos:
+        header = info.header
+        if info.problem is not None or header is None:
+            skipped.append({"file": info.path.name, "error": info.problem or "unreadable header"})
+            continue
+        entry: dict[str, Any] = {"sessionId": info.id, "createdAt": header.created_at}
+        if header.cwd is not None:
+            entry["cwd"] = header.cwd
+        if header.parent_session is not None:
+            entry["parentSessionId"] = header.parent_session
+        if header.seed_length is not None:
+            entry["seedLength"] = header.seed_length
+        live_status = status(info.id)
+        entry["live"] = live_status is not None
+        if live_status is not None:
+            entry["status"] = live_status
+        sessions.append(entry)
+    sessions.sort(key=lambda entry: (entry["createdAt"], entry["sessionId"]))
+    return {"sessions": sessions, "skipped": skipped}
+
+
+def history_page(
+    session_id: str, header: SessionHeader, events: Sequence[Event], from_seq: int, limit: int
+) -> dict[str, Any]:
+    """``{"sessionId","header","events","nextSeq","done"}`` of host.md §4.3.7: at most ``limit``
+    envelopes from ``from_seq``, each exactly as logged; ``nextSeq`` is ``from_seq`` when none is
+    returned, and ``done`` is true when no event follows."""
+    page = [_decoded(events[seq]) for seq in range(from_seq, min(len(events), from_seq + limit))]
+    next_seq = from_seq + len(page)
+    return {
+        "sessionId": session_id,
+        "header": _decoded(header),
+        "events": page,
+        "nextSeq": next_seq,
+        "done": next_seq >= len(events),
+    }
+
+
+def _decoded(record: Event | SessionHeader) -> Any:
+    return msgspec.json.decode(record.to_json())
