@@ -191,10 +191,6 @@ class Agent:
         return self._session.id
 
     @property
-    def session(self) -> Session:
-        return self._session
-
-    @property
     def phase(self) -> Phase:
         return self._phase
 
@@ -207,15 +203,6 @@ class Agent:
     def is_live(self) -> bool:
         """True until disposal begins."""
         return not self._closing
-
-    @property
-    def last_turn(self) -> int:
-        """The number of the last ``turn/start`` in the log (0 if none)."""
-        return self._last_turn
-
-    def queued(self, target: Target) -> tuple[Mapping[str, Any], ...]:
-        """The messages waiting in one inbox queue, oldest first."""
-        return tuple(self._queues[target])
 
     def add_idle_callback(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` each time the status becomes ``idle``; returns the remover."""

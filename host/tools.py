@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -150,12 +150,6 @@ class ToolRegistry:
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
-
-    def __iter__(self) -> Iterator[Tool]:
-        return iter(tuple(self._tools.values()))
-
-    def __len__(self) -> int:
-        return len(self._tools)
 
 
 # --- arguments ------------------------------------------------------------------------------
