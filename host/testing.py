@@ -99,7 +99,7 @@ class Harness:
         clock: TrioWallClock,
         adapters: Callable[[], Adapters],
         hooks: Sequence[PreStepHook] = (),
-        uniform: Callable[[float, float], float] = random.uniform,
+        uniform: Callable[[float, float], float],
     ) -> None:
         self._nursery = nursery
         self.config = config
@@ -381,12 +381,13 @@ async def open_harness(
     base_ms: int = DEFAULT_BASE_MS,
     adapters: Callable[[], Adapters] | None = None,
     hooks: Sequence[PreStepHook] = (),
-    uniform: Callable[[float, float], float] = random.uniform,
+    uniform: Callable[[float, float], float] | None = None,
     **config: Any,
 ) -> AsyncIterator[Harness]:
     """A :class:`Harness` on ``root``; ``hooks`` are extra pre-step hooks (run before
-    ``TimeContext``) for every started host and ``uniform(0.9, 1.1)`` their retry jitter (pass a
-    seeded ``random.Random(…).uniform`` for logs that repeat byte for byte). ``config`` holds :class:`HostConfig` fields (e.g.
+    ``TimeContext``) for every started host and ``uniform(0.9, 1.1)`` is their retry jitter
+    (default: ``random.Random(0).uniform``, one sequence across the harness's hosts, so retry
+    delays repeat from run to run too). ``config`` holds :class:`HostConfig` fields (e.g.
     ``time_context=True, time_zone="Europe/Berlin"``; ``write_delay_ms`` defaults to 0, so
     events become durable exactly at flushes). A host still running at the end is stopped
     cleanly."""
@@ -400,7 +401,7 @@ async def open_harness(
             clock=TrioWallClock(base_ms),
             adapters=adapters or (lambda: {"scripted": ScriptedAdapter()}),
             hooks=hooks,
-            uniform=uniform,
+            uniform=uniform or random.Random(0).uniform,
         )
         try:
             yield harness

@@ -504,6 +504,15 @@ async def test_provider_retry_after_replaces_the_delay_up_to_10000_ms(tmp_path, 
                                      "providerRetryAfterMs": 10000}  # fmt: skip
 
 
+async def test_the_harness_jitter_repeats_from_run_to_run(tmp_path, clock) -> None:
+    err = {"error": {"message": "busy", "code": "SERVER", "status": 500}}
+    delays = []
+    for run in ("a", "b"):
+        events = await run_prompts(tmp_path / run, "hi", adapters=script(err, err, {"text": "ok"}))
+        delays.append([r["data"]["delayMs"] for r in of_type(events, "llm/retry")])
+    assert delays[0] == delays[1] and len(delays[0]) == 2
+
+
 @pytest.mark.parametrize(
     ("code", "retryable"),
     [("RATE_LIMIT", True), ("SERVER", True), ("TIMEOUT", True), ("TRANSPORT", True), ("EMPTY_RESPONSE", True),
