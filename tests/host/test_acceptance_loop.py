@@ -1634,12 +1634,52 @@ async def test_checkpoint_flush_failure_ends_the_turn_before_the_request(tmp_pat
             await h.prompt("main", "hi")
             await h.settle()
         events = [json.loads(e.to_json()) for e in live.session.events]
-    assert recorder.requests == []
+        assert recorder.requests == []  # no model request
+        await h.prompt("main", "again")  # the session serves on; the next flush retries
+        await h.settle()
+        on_disk = lines(h, "main")
     message = events[-1]["data"]["reason"]["error"]["message"]
     assert message.startswith('failed to persist session "main": ')
     assert types(events)[-3:] == ["request/header", "step/end", "turn/end"]
     assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "error", "error": {"message": message,
                                                                                    "code": "PERSISTENCE"}}}  # fmt: skip
+    assert on_disk[: len(events)] == events
+    assert [m["content"] for m in recorder.requests[0].messages] == [[text("hi")], [text("again")]]
+
+
+async def test_a_terminal_failure_keeps_the_prompt_in_history_and_the_next_prompt_continues(tmp_path, clock) -> None:
+    recorder = Recorder({"error": {"message": "Incorrect API key provided", "code": "AUTH", "status": 401}},
+                        {"text": "second"})  # fmt: skip
+    events = await run_prompts(tmp_path, "one", "two", adapters=recorder.factory())
+    assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == [1, 2]
+    assert [m["content"] for m in recorder.requests[1].messages] == [[text("one")], [text("two")]]
+    assert events[-1]["data"]["reason"] == {"kind": "completed"}
+
+
+async def test_a_crash_mid_turn_is_closed_as_interrupted_on_resume(tmp_path, clock) -> None:
+    async with open_harness(tmp_path, adapters=script(SLOW, {"text": "fine"})) as h:
+        await h.start()
+        started = streaming(h)
+        await h.prompt("main", "first")
+        await started.wait()
+        await h.prompt("main", "not durable yet")  # its receipt is the record the crash tears
+        await h.crash(torn_tail=True)
+        crashed = (h.root / "main.jsonl").read_bytes()
+        await h.start()
+        mark = len(h.notifications)
+        await h.prompt("main", "second")
+        await h.settle()
+        events = lines(h, "main")
+        seen = trace(h, mark)
+    assert not crashed.endswith(b"\n")  # a torn final record
+    durable = len(crashed.split(b"\n")) - 2  # header and torn record left out
+    assert [(e["type"], e["data"]) for e in events[durable : durable + 2]] == [
+        ("step/end", {"turn": 1, "step": 1}),
+        ("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}}),
+    ]
+    assert seen[0] == "agent/inbox/spliced" and seen.count("turn/end") == 1  # closers are not notified
+    assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == [1, 2]
+    assert of_type(events[durable:], "request/header")[0]["data"]["reason"] == "resume"
 
 
 async def test_shutdown_after_a_shielded_tool_keeps_pending_steering_for_the_resume(tmp_path, clock) -> None:
