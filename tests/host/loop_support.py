@@ -170,6 +170,14 @@ def streaming(h: Harness) -> Seen:
     return Seen(h, lambda n: isinstance(n, Delta))
 
 
+async def prompt_streaming(h: Harness, text: str, session_id: str = "main") -> str:
+    """Admit a prompt and return its message id once the model streams its reply."""
+    started = streaming(h)
+    message_id = await h.prompt(session_id, text)
+    await started.wait()
+    return message_id
+
+
 def appended(h: Harness, type_: str) -> Seen:
     """Resolves when an event of ``type_`` is appended."""
     return Seen(h, lambda n: isinstance(n, EventAppended) and n.event.type == type_)

@@ -38,19 +38,20 @@ from host.testing import Harness, open_harness
 from host.tools import FunctionTool, ToolError, ToolSpec
 from schedule import AgentBusy, InvalidToolArguments
 from tests.host.loop_support import (
+    B,
     SCHEDULE_TOOLS,
+    UUID4,
     Hook,
     appended,
     compact,
     of_type,
+    prompt_streaming,
     script,
     streaming,
     types,
 )
 from timecontext import Enter, PreStep, Reject
 
-B = 1_770_724_800_000  # 2026-02-10T12:00:00Z, the spec's epoch
-UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 FIXTURES = Path("/work/shared/fixtures-dsh")
 
 # host.md §3.5, copied byte for byte
@@ -618,9 +619,7 @@ async def test_3_11_user_cancel_while_turn_3_streams_with_one_prompt_queued(tmp_
         for prompt in ("a", "b"):
             await h.prompt("main", prompt)
             await h.settle()
-        started = streaming(h)
-        await h.prompt("main", "c")
-        await started.wait()
+        await prompt_streaming(h, "c")
         await h.prompt("main", "queued")
         before = len(h.host.live("main").session.events)
         mark = len(h.notifications)
@@ -640,9 +639,7 @@ async def test_3_11_user_cancel_while_turn_3_streams_with_one_prompt_queued(tmp_
 async def test_shutdown_during_a_turn_writes_disposed_without_a_splice(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW)) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "first")
-        await started.wait()
+        await prompt_streaming(h, "first")
         await h.prompt("main", "queued")
         before = len(h.host.live("main").session.events)
         await h.stop()
@@ -670,9 +667,7 @@ async def test_cancel_during_the_retry_sleep_aborts_the_turn(tmp_path, clock) ->
 async def test_cancel_clears_next_step_then_next_turn_and_writes_no_empty_splice(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW)) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "first")
-        await started.wait()
+        await prompt_streaming(h, "first")
         await h.prompt("main", "t1")
         await h.prompt("main", "t2")
         await h.prompt("main", "s1", mode="steer")
@@ -716,9 +711,7 @@ async def test_a_turn_boundary_claims_all_steering_then_one_prompt(tmp_path, clo
     failing = {"text": "partial", "delayMs": 1000, "error": {"message": "bad", "code": "INVALID_REQUEST"}}
     async with open_harness(tmp_path, adapters=script(failing, {"text": "two"}, {"text": "three"})) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "first")
-        await started.wait()
+        await prompt_streaming(h, "first")
         await h.prompt("main", "A")
         await h.prompt("main", "B")
         await h.prompt("main", "S1", mode="steer")
@@ -740,9 +733,7 @@ async def test_between_steps_only_steering_is_claimed(tmp_path, clock) -> None:
     slow_call = {"toolCalls": [{"name": "schedule_list", "arguments": {}}], "delayMs": 1000}
     async with open_harness(tmp_path, adapters=script(slow_call, {"text": "two"}, {"text": "three"})) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "first")
-        await started.wait()
+        await prompt_streaming(h, "first")
         await h.prompt("main", "next turn")
         await h.prompt("main", "steer", mode="steer")
         await h.settle()
@@ -1134,9 +1125,7 @@ async def test_max_tokens_is_sticky(tmp_path, clock, empty_step_2: bool) -> None
     hook = Hook(lambda pre, decision: Enter(()) if empty_step_2 and pre.step == 2 else decision)
     async with open_harness(tmp_path, hooks=[hook], adapters=script(cut, {"text": "fine"})) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "go")
-        await started.wait()
+        await prompt_streaming(h, "go")
         await h.prompt("main", "steer 1", mode="steer")
         await h.settle()
         events = lines(h, "main")
@@ -1310,9 +1299,7 @@ async def test_a_splice_that_does_not_fit_refuses_the_resume(tmp_path, clock, sp
 async def test_resume_replays_the_inbox_from_the_seed_and_runs_queued_prompts(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "queued ran"}, {"text": "child"})) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "first")
-        await started.wait()
+        await prompt_streaming(h, "first")
         await h.prompt("main", "queued")
         await h.stop()  # disposed: the queued prompt stays in the log
         parent_before = lines(h, "main")
@@ -1543,9 +1530,7 @@ async def test_history_result_live_and_cold(tmp_path, clock) -> None:
         empty = await host.history("main", from_seq=len(on_disk), limit=5)
         note = host.live("main").session.append("test/note", {})  # not durable: the writer waits a minute
         live_page = await host.history("main", from_seq=8)
-        started = streaming(h)
-        await h.prompt("main", "again")
-        await started.wait()
+        await prompt_streaming(h, "again")
         await h.crash(torn_tail=True)
         await h.start()
         cold_bytes = (h.root / "main.jsonl").read_bytes()
@@ -1659,9 +1644,7 @@ async def test_a_terminal_failure_keeps_the_prompt_in_history_and_the_next_promp
 async def test_a_crash_mid_turn_is_closed_as_interrupted_on_resume(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "fine"})) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "first")
-        await started.wait()
+        await prompt_streaming(h, "first")
         await h.prompt("main", "not durable yet")  # its receipt is the record the crash tears
         await h.crash(torn_tail=True)
         crashed = (h.root / "main.jsonl").read_bytes()

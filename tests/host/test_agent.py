@@ -23,8 +23,8 @@ from tests.host.loop_support import (
     compact,
     initial_header,
     of_type,
+    prompt_streaming,
     script,
-    streaming,
     texts,
     tool_results,
     types,
@@ -447,9 +447,7 @@ async def test_a_failed_flush_before_idle_still_goes_idle_and_retries_later(tmp_
 async def test_user_cancel_while_streaming_clears_the_inbox_and_aborts(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW)) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "first")
-        await started.wait()
+        await prompt_streaming(h, "first")
         await h.prompt("main", "queued")
         before = len(h.host.live("main").session.events)
         h.host.live("main").agent.cancel("user")
@@ -505,9 +503,7 @@ async def test_cancelling_an_idle_agent_does_nothing(tmp_path, clock) -> None:
 async def test_shutdown_during_a_turn_aborts_as_disposed_and_keeps_queued_input(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "after restart"})) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "first")
-        await started.wait()
+        await prompt_streaming(h, "first")
         await h.prompt("main", "queued")
         await h.stop()
         stopped = h.events("main")
@@ -532,9 +528,7 @@ async def test_shutdown_during_a_turn_aborts_as_disposed_and_keeps_queued_input(
 async def test_steering_joins_the_running_turn_at_the_next_step(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "steered"})) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "start")
-        await started.wait()
+        await prompt_streaming(h, "start")
         steer_id = await h.prompt("main", "also this", mode="steer")
         await h.settle()
         events = h.events("main")
@@ -567,9 +561,7 @@ async def test_steering_an_idle_agent_opens_a_turn(tmp_path, clock) -> None:
 async def test_turn_boundary_claims_steering_first_then_one_prompt(tmp_path, clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "a"}, {"text": "b"})) as h:
         await h.start()
-        started = streaming(h)
-        await h.prompt("main", "slow")
-        await started.wait()
+        await prompt_streaming(h, "slow")
         await h.prompt("main", "p1")
         await h.prompt("main", "s1", mode="steer")
         await h.prompt("main", "p2")
