@@ -1361,6 +1361,26 @@ async def test_the_prompt_that_triggers_a_resume_goes_before_an_overdue_reminder
     assert replies == [[text("You said: hello again")], [text("Reminder: stretch")]]
 
 
+async def test_resume_dispositions(tmp_path, clock) -> None:
+    async with open_harness(tmp_path) as h:
+        await h.start()
+        await h.prompt("main", "hi")
+        await h.settle()
+        await h.restart()
+        mark = len(h.notifications)
+        results: list[str] = []
+
+        async def resume() -> None:
+            results.append(await h.host.resume("main"))
+
+        async with trio.open_nursery() as nursery:  # concurrent: one opens it, the other finds it live
+            nursery.start_soon(resume)
+            nursery.start_soon(resume)
+        assert sorted(results) == ["already-live", "resumed"]
+        assert await h.host.resume("main") == "already-live"
+        assert trace(h, mark) == []  # a resume appends nothing and publishes no status
+
+
 # === §5.2 getting a live session ===========================================================================
 
 
@@ -1422,6 +1442,33 @@ async def test_schedule_tools_are_unregistered_at_disposal(tmp_path, clock) -> N
         assert live.agent.tools.names() == ("schedule_create", "schedule_list", "schedule_delete")
         await h.stop()
         assert live.agent.tools.names() == ()
+
+
+async def test_busy_corrupt_and_unsupported_files_are_refused_untouched(tmp_path, clock) -> None:
+    root = tmp_path / "root"
+    write_log(root, "held", [])
+    corrupt = write_log(root, "corrupt", [("turn/start", {"turn": 1})])
+    corrupt.write_bytes(corrupt.read_bytes() + b'{"type":"turn/end","seq":5,"time":0,"data":{}}\n'
+                        + b'{"type":"turn/end","seq":6,"time":0,"data":{}}\n')  # fmt: skip
+    newer = root / "newer.jsonl"
+    newer.write_bytes(b'{"type":"session","version":1,"id":"newer","createdAt":0}\n')
+    newer.chmod(0o600)
+    before = {p.name: p.read_bytes() for p in root.iterdir()}
+    other = eventlog.SessionStore(root)
+    async with trio.open_nursery() as nursery, other.open("held"):
+        async with open_harness(root) as h:
+            await h.start()
+            codes = {}
+            for session_id in ("held", "corrupt", "newer"):
+                with pytest.raises(HostError) as raised:
+                    await h.prompt(session_id, "hi")
+                codes[session_id] = (raised.value.code, raised.value.message)
+                assert h.host.live(session_id) is None
+        nursery.cancel_scope.cancel()
+    assert codes["held"] == ("session-busy", 'session "held" is already open for writing')
+    assert codes["corrupt"][0] == "session-corrupt" and codes["corrupt"][1].startswith("corrupt session log ")
+    assert codes["newer"][0] == "session-unsupported" and "uses log format v1" in codes["newer"][1]
+    assert {p.name: p.read_bytes() for p in root.iterdir()} == before
 
 
 # === §4.3.2 clientTimeZone at the Host ======================================================================
@@ -1560,54 +1607,7 @@ async def test_fork_of_a_live_parent_flushes_it_first(tmp_path, clock) -> None:
     assert result["seedLength"] == 1 and [e.type for e in child.events] == ["test/note", "session/end-seed"]
 
 
-# === §5.2 refusals leave the file untouched ===================================================================
-
-
-async def test_busy_corrupt_and_unsupported_files_are_refused_untouched(tmp_path, clock) -> None:
-    root = tmp_path / "root"
-    write_log(root, "held", [])
-    corrupt = write_log(root, "corrupt", [("turn/start", {"turn": 1})])
-    corrupt.write_bytes(corrupt.read_bytes() + b'{"type":"turn/end","seq":5,"time":0,"data":{}}\n'
-                        + b'{"type":"turn/end","seq":6,"time":0,"data":{}}\n')  # fmt: skip
-    newer = root / "newer.jsonl"
-    newer.write_bytes(b'{"type":"session","version":1,"id":"newer","createdAt":0}\n')
-    newer.chmod(0o600)
-    before = {p.name: p.read_bytes() for p in root.iterdir()}
-    other = eventlog.SessionStore(root)
-    async with trio.open_nursery() as nursery, other.open("held"):
-        async with open_harness(root) as h:
-            await h.start()
-            codes = {}
-            for session_id in ("held", "corrupt", "newer"):
-                with pytest.raises(HostError) as raised:
-                    await h.prompt(session_id, "hi")
-                codes[session_id] = (raised.value.code, raised.value.message)
-                assert h.host.live(session_id) is None
-        nursery.cancel_scope.cancel()
-    assert codes["held"] == ("session-busy", 'session "held" is already open for writing')
-    assert codes["corrupt"][0] == "session-corrupt" and codes["corrupt"][1].startswith("corrupt session log ")
-    assert codes["newer"][0] == "session-unsupported" and "uses log format v1" in codes["newer"][1]
-    assert {p.name: p.read_bytes() for p in root.iterdir()} == before
-
-
-async def test_resume_dispositions(tmp_path, clock) -> None:
-    async with open_harness(tmp_path) as h:
-        await h.start()
-        await h.prompt("main", "hi")
-        await h.settle()
-        await h.restart()
-        mark = len(h.notifications)
-        results: list[str] = []
-
-        async def resume() -> None:
-            results.append(await h.host.resume("main"))
-
-        async with trio.open_nursery() as nursery:  # concurrent: one opens it, the other finds it live
-            nursery.start_soon(resume)
-            nursery.start_soon(resume)
-        assert sorted(results) == ["already-live", "resumed"]
-        assert await h.host.resume("main") == "already-live"
-        assert trace(h, mark) == []  # a resume appends nothing and publishes no status
+# === §8 faults in the agent loop ==========================================================================
 
 
 async def test_checkpoint_flush_failure_ends_the_turn_before_the_request(tmp_path, clock) -> None:
