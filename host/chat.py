@@ -38,7 +38,7 @@ from host.app import (
     check_session_id,
     open_host,
 )
-from host.rpc import EXIT_SIGINT
+from host.process import EXIT_SIGINT
 
 PROMPT = "> "
 SCHEDULE_SOURCE = {"kind": "plugin", "plugin": "schedule"}

@@ -1,6 +1,9 @@
-"""The ``turnlog`` command line (host.md §7): ``demo``, ``chat``, ``serve`` and the log commands
-``ls``, ``inspect``, ``validate``, ``tail`` and ``fork`` (eventlog.md §10), mounted from
-``eventlog.cli`` with the host's root rules (§5.1) and the packages' ``validate`` checks.
+"""The ``turnlog`` command line (host.md §7), also ``python -m host``: ``demo``, ``chat``,
+``serve`` and the log commands ``ls``, ``inspect``, ``validate``, ``tail`` and ``fork``
+(eventlog.md §10).
+
+This module only picks the command; :mod:`host.commands` runs it and is imported only then, so
+``turnlog --help`` and ``turnlog --version`` start without loading the packages.
 
 Errors are one line on stderr, ``turnlog: <what was wrong and what to do>``. Exit codes: 0
 success, 1 runtime failure, 2 usage error, 130 after SIGINT. ``turnlog --profile NAME …``
@@ -10,39 +13,16 @@ launch it as its ``dsh_bin``.
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import sys
-import zoneinfo
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import NoReturn
+from collections.abc import Sequence
 
-import trio
-
-import eventlog.cli
-import schedule
-import timecontext
-from eventlog import LogSnapshot, SystemClock
-from host.agent import DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT
-from host.app import HostConfig, open_host, resolve_root
-from host.providers import (
-    PROVIDERS,
-    ModelAdapters,
-    default_provider,
-    load_configured_script,
-    missing_model_usage_error,
-    resolve_model,
-)
-from host.rpc import DEFAULT_MAX_LINE_BYTES, EXIT_SIGINT, package_version, serve_stdio
-from host.scripted import ScriptError, ScriptLine
+from host.process import EXIT_SIGINT, package_version
 
 LOG_COMMANDS = ("ls", "inspect", "validate", "tail", "fork")
 HOST_COMMANDS = ("demo", "chat", "serve")
-SYSTEM_ZONE_HINT = "; pass --time-zone ZONE or --no-time-context"
-SERVE_PREFIX = "turnlog serve: "
+HELP = ("-h", "--help")
+VERSION = "--version"
 
 _TOP_HELP = """\
 usage: turnlog [--root DIR] COMMAND [options]
@@ -78,143 +58,17 @@ class StartupError(Exception):
     """The command cannot start (e.g. an unusable session root): exit status 1."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors become :class:`UsageError` (one ``turnlog:`` line)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}; see {self.prog} --help")
-
-
-# --- the packages' checks for `validate` ---------------------------------------------------------
-
-
-def schedule_check(snapshot: LogSnapshot) -> list[str]:
-    """schedule's fold of the session's own ``schedule/change`` events (from ``seedLength``)."""
-    try:
-        schedule.fold(snapshot.events, snapshot.header.seed_length or 0)
-    except schedule.ScheduleLogError as exc:
-        return [str(exc)]
-    return []
-
-
-def readings_check(snapshot: LogSnapshot) -> list[str]:
-    """timecontext's replay validator over the log's time readings."""
-    report = timecontext.validate_readings(snapshot.events, schedule.canonicalize_time_zone)
-    return [violation.message for violation in report.violations]
-
-
-CHECKS: tuple[eventlog.cli.Check, ...] = (schedule_check, readings_check)
-
-
-# --- argument parsing ----------------------------------------------------------------------------
-
-
-def _int_in(low: int, high: int | None, what: str) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what}, got {text!r}") from None
-        if value < low or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"{what}, got {text}")
-        return value
-
-    return parse
-
-
-def _whole_number(text: str) -> int:
-    """An integer; range checks are the consumer's (timecontext names its own limits)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-
-
-def _add_root(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", metavar="DIR", help="session root directory (see `turnlog --help`)")
-
-
-def _add_model_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("model")
-    group.add_argument(
-        "--provider",
-        choices=PROVIDERS,
-        help="model provider (default: openai when TURNLOG_BASE_URL is set, else scripted)",
-    )
-    group.add_argument("--model", metavar="M", help="model name (default: $TURNLOG_MODEL)")
-    group.add_argument("--script", metavar="FILE", help="JSONL script for the scripted model (or $TURNLOG_SCRIPT)")
-    group.add_argument("--system", metavar="TEXT", help="system prompt ('' for none)")
-    group.add_argument(
-        "--max-steps",
-        metavar="N",
-        type=_int_in(1, None, "must be a positive integer"),
-        default=DEFAULT_MAX_STEPS,
-        help=f"steps per turn before it fails (default {DEFAULT_MAX_STEPS})",
-    )
-    group = parser.add_argument_group("time context")
-    group.add_argument(
-        "--time-context",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="add a time reading before every model step (default: on)",
-    )
-    group.add_argument("--time-zone", metavar="ZONE", help="display zone of readings (default: the system zone)")
-    group.add_argument(
-        "--time-refresh-ms", metavar="N", type=_whole_number, help="refresh interval of readings in ms (default 0)"
-    )
-
-
-def build_parsers() -> dict[str, argparse.ArgumentParser]:
-    """The parsers of ``demo``, ``chat`` and ``serve``."""
-    demo = _Parser(
-        prog="turnlog demo",
-        description="A non-interactive, self-checking tour on the offline scripted model: a reminder "
-        "is created, fires as a follow-up turn, and the host restarts without firing it again.",
-    )
-    _add_root(demo)
-    demo.add_argument(
-        "--seconds",
-        metavar="N",
-        type=_int_in(1, 60, "must be between 1 and 60"),
-        default=3,
-        help="reminder delay, 1-60 (default 3)",
-    )
-    demo.add_argument("--json", action="store_true", help="print one JSON object instead of the tour")
-
-    chat = _Parser(
-        prog="turnlog chat",
-        description="An interactive terminal assistant. Reminders fire while the session is open.",
-    )
-    _add_root(chat)
-    chat.add_argument("--session", metavar="ID", help="continue (or create) this session")
-    _add_model_flags(chat)
-
-    serve = _Parser(
-        prog="turnlog serve",
-        description="JSON-RPC 2.0 over stdio for the deepseek-harness-sdk client.",
-    )
-    _add_root(serve)
-    _add_model_flags(serve)
-    serve.add_argument(
-        "--max-line-bytes",
-        metavar="N",
-        type=_int_in(1, None, "must be a positive integer"),
-        default=DEFAULT_MAX_LINE_BYTES,
-        help=f"longest accepted request line (default {DEFAULT_MAX_LINE_BYTES})",
-    )
-    serve.add_argument("--profile", metavar="NAME", help="accepted and ignored (deepseek-harness compatibility)")
-    serve.add_argument("--patch", metavar="PATH", action="append", default=[], help="accepted and ignored")
-    return {"demo": demo, "chat": chat, "serve": serve}
-
-
 def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
     """The command and its arguments. Leading ``--root DIR`` options are moved after the command;
-    without a command, ``--profile`` anywhere means ``serve``."""
+    without a command, ``--profile`` anywhere means ``serve``. ``-h``/``--help`` and
+    ``--version`` in the command's place are returned as the command."""
     leading: list[str] = []
     index = 0
     while index < len(argv):
         token = argv[index]
-        if token == "--root" and index + 1 < len(argv):
+        if token == "--root":
+            if index + 1 == len(argv):
+                raise UsageError("argument --root: expected one argument; see turnlog --help")
             leading += argv[index : index + 2]
             index += 2
         elif token.startswith("--root="):
@@ -223,222 +77,32 @@ def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
         else:
             break
     rest = list(argv[index:])
-    if rest and rest[0] in LOG_COMMANDS + HOST_COMMANDS:
+    if rest and rest[0] in (*LOG_COMMANDS, *HOST_COMMANDS):
         return rest[0], rest[1:] + leading
     if any(token == "--profile" or token.startswith("--profile=") for token in rest):
         return "serve", list(argv)
+    if rest and rest[0] in (*HELP, VERSION):
+        return rest[0], []
     if not rest:
         raise UsageError("missing command; see turnlog --help")
     raise UsageError(f"unknown command {rest[0]!r}; see turnlog --help")
 
 
-# --- start-up of demo, chat and serve ------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Startup:
-    """What ``chat`` and ``serve`` start a host with."""
-
-    config: HostConfig
-    script: tuple[ScriptLine, ...] | None
-
-
-def model_startup(args: argparse.Namespace, environ: Mapping[str, str], root: Path, *, chat: bool) -> Startup:
-    """The host configuration from the model flags (§7); usage errors raise :class:`UsageError`."""
-    provider = args.provider or default_provider(environ)
-    if chat and resolve_model(provider, environ, flag_model=args.model) is None:
-        raise UsageError(missing_model_usage_error(provider))
-    try:
-        script = load_configured_script(args.script, environ)
-    except ScriptError as exc:
-        raise UsageError(str(exc)) from None
-    if args.system is None:
-        system: str | None = DEFAULT_SYSTEM_PROMPT
-    else:
-        system = args.system or None
-    config = HostConfig(
-        root=root,
-        provider=provider,
-        model=args.model or environ.get("TURNLOG_MODEL") or None,
-        system=system,
-        max_steps=args.max_steps,
-        time_context=args.time_context,
-        time_zone=args.time_zone,
-        time_refresh_ms=args.time_refresh_ms,
-    )
-    check_time_context(config, environ)
-    return Startup(config, script)
-
-
-def check_time_context(config: HostConfig, environ: Mapping[str, str]) -> None:
-    """Construct the time context the host will construct, so a bad ``--time-zone``,
-    ``--time-refresh-ms`` or an unresolvable system zone is a usage error before any output."""
-    if not config.time_context:
-        return
-    try:
-        timecontext.TimeContext(
-            SystemClock(),
-            canonicalize=schedule.canonicalize_time_zone,
-            time_zone=config.time_zone,
-            refresh_interval_ms=config.time_refresh_ms,
-            environ=environ,
-        )
-    except timecontext.TimeContextConfigError as exc:
-        message = str(exc)
-        if config.time_zone is None and message == "time-context: failed to resolve the system time zone":
-            message += SYSTEM_ZONE_HINT
-        raise UsageError(message) from None
-
-
-def host_root(option: str | None, environ: Mapping[str, str]) -> Path:
-    return resolve_root(option, environ, cwd=os.getcwd())
-
-
-def check_root(root: Path) -> None:
-    """A root that can never hold sessions — it, or its nearest existing ancestor, is not a
-    directory — is a start-up failure (exit 1) before any output. The root itself is created
-    later, with the first session."""
-    existing = root
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if existing == root and not root.is_dir():
-        raise StartupError(f'session root "{root}" is not a directory; pass --root DIR')
-    if not existing.is_dir():
-        raise StartupError(f'session root "{root}" cannot be created: "{existing}" is not a directory; pass --root DIR')
-
-
-class _PrefixFormatter(logging.Formatter):
-    """Prefixes every line of a record (tracebacks included)."""
-
-    def __init__(self, prefix: str) -> None:
-        super().__init__("%(message)s")
-        self._prefix = prefix
-
-    def format(self, record: logging.LogRecord) -> str:
-        return "\n".join(self._prefix + line for line in super().format(record).split("\n"))
-
-
-class _StderrLogging:
-    """Routes the packages' log records to stderr, one prefixed line each, while active."""
-
-    def __init__(self, prefix: str) -> None:
-        self._handler = logging.StreamHandler(sys.stderr)
-        self._handler.setFormatter(_PrefixFormatter(prefix))
-        self._level = logging.NOTSET
-
-    def __enter__(self) -> None:
-        root = logging.getLogger()
-        self._level = root.level
-        root.addHandler(self._handler)
-        root.setLevel(logging.WARNING)
-
-    def __exit__(self, *exc: object) -> None:
-        root = logging.getLogger()
-        root.removeHandler(self._handler)
-        root.setLevel(self._level)
-
-
-# --- commands ------------------------------------------------------------------------------------
-
-
-def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    root = host_root(args.root, environ)
-    startup = model_startup(args, environ, root, chat=False)
-    check_root(root)
-    for patch in args.patch:
-        sys.stderr.write(f"{SERVE_PREFIX}ignoring --patch {patch} (turnlog has no patches)\n")
-
-    def diagnostic(line: str) -> None:
-        sys.stderr.write(SERVE_PREFIX + line + "\n")
-        sys.stderr.flush()
-
-    async def run(frames_fd: int) -> int:
-        adapters = ModelAdapters(env=environ, script=startup.script)
-        try:
-            async with open_host(startup.config, adapters=adapters) as host:
-                return await serve_stdio(
-                    host, max_line_bytes=args.max_line_bytes, stdout_fd=frames_fd, diagnostic=diagnostic
-                )
-        finally:
-            await adapters.aclose()
-
-    sys.stdout.flush()
-    # Frames get a private copy of stdout; fd 1 becomes stderr, so nothing else can reach stdout.
-    frames_fd = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with _StderrLogging(SERVE_PREFIX):
-            return trio.run(run, frames_fd)
-    finally:
-        sys.stdout.flush()
-        os.dup2(frames_fd, 1)
-        os.close(frames_fd)
-
-
-def _chat(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    from host.chat import run_chat
-
-    root = host_root(args.root, environ)
-    startup = model_startup(args, environ, root, chat=True)
-    check_root(root)
-    async def run() -> int:
-        adapters = ModelAdapters(env=environ, script=startup.script)
-        try:
-            return await run_chat(startup.config, adapters, args.session)
-        finally:
-            await adapters.aclose()
-
-    with _StderrLogging("turnlog: "):
-        return trio.run(run)
-
-
-def _demo(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    from host.demo import demo_config, run_demo
-
-    root = host_root(args.root, environ)
-    config = demo_config(root)
-    check_time_context(config, environ)
-    check_root(root)
-    async def run() -> int:
-        return await run_demo(config, args.seconds, args.json, name_root=args.root is not None)
-
-    with _StderrLogging("turnlog: "):
-        return trio.run(run)
-
-
-_HOST_RUNNERS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
-    "demo": _demo,
-    "chat": _chat,
-    "serve": _serve,
-}
-
-
-def _error(message: str) -> None:
-    sys.stderr.write(f"turnlog: {message}\n")
-    sys.stderr.flush()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``turnlog`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
-    args_in = list(sys.argv[1:] if argv is None else argv)
-    if args_in and args_in[0] in ("-h", "--help"):
-        sys.stdout.write(_TOP_HELP)
-        return 0
-    if args_in and args_in[0] == "--version":
-        sys.stdout.write(f"turnlog {package_version()}\n")
-        return 0
-    environ = os.environ
     try:
-        command, rest = split_command(args_in)
+        command, rest = split_command(list(sys.argv[1:] if argv is None else argv))
+        if command in HELP:
+            sys.stdout.write(_TOP_HELP)
+            return 0
+        if command == VERSION:
+            sys.stdout.write(f"turnlog {package_version()}\n")
+            return 0
+        from host import commands  # deferred: the packages load only for a command
+
         if command in LOG_COMMANDS:
-            return eventlog.cli.main([command, *rest], checks=CHECKS, root=host_root(None, environ), prog="turnlog")
-        try:
-            args = build_parsers()[command].parse_args(rest)
-        except SystemExit as exc:  # --help
-            return exc.code if isinstance(exc.code, int) else 0
-        # Every zone — host, schedule, timecontext — comes from tzdata, the same on every machine.
-        zoneinfo.reset_tzpath(to=())
-        return _HOST_RUNNERS[command](args, environ)
+            return commands.run_log_command(command, rest, os.environ)
+        return commands.run_host_command(command, rest, os.environ)
     except UsageError as exc:
         _error(str(exc))
         return 2
@@ -447,3 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return EXIT_SIGINT
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"turnlog: {message}\n")
+    sys.stderr.flush()

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import datetime
 import email.utils
-import functools
-import importlib.metadata
 import json
 import re
 import time
@@ -34,6 +32,7 @@ from host.model import (
     finish_chunk,
     make_failure,
 )
+from host.process import package_version
 from schedule import compact_json
 
 DEFAULT_STREAM_IDLE_TIMEOUT = 300.0
@@ -41,14 +40,6 @@ DEFAULT_CONNECT_TIMEOUT = 30.0
 ERROR_BODY_LIMIT = 64 * 1024
 _DRAIN_SECONDS = 0.5
 _MAX_SAFE = 2**53 - 1
-
-
-@functools.cache
-def turnlog_version() -> str:
-    try:
-        return importlib.metadata.version("turnlog")
-    except importlib.metadata.PackageNotFoundError:
-        return "0"
 
 
 def _wall_ms() -> int:
@@ -139,7 +130,7 @@ def request_headers(api_key: str | None) -> dict[str, str]:
     headers = {
         "content-type": "application/json",
         "accept": "text/event-stream",
-        "user-agent": f"turnlog/{turnlog_version()}",
+        "user-agent": f"turnlog/{package_version()}",
     }
     if api_key:
         headers["authorization"] = f"Bearer {api_key}"

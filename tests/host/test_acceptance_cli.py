@@ -78,6 +78,8 @@ def test_version_and_help() -> None:
         assert VERSION in done.stdout and done.stdout.count("\n") == 1
     top = turnlog("--help")
     assert top.returncode == 0 and top.stderr == ""
+    assert turnlog("--root", "elsewhere", "--help").stdout == top.stdout
+    assert turnlog("--root", "elsewhere", "--version").stdout == turnlog("--version").stdout
     for command in ("demo", "chat", "serve", "ls", "inspect", "validate", "tail", "fork"):
         assert command in top.stdout
     expected = {
@@ -97,6 +99,7 @@ def test_version_and_help() -> None:
 @pytest.mark.parametrize(("argv", "env", "message"), [
     ([], {}, None),
     (["frobnicate"], {}, None),
+    (["--root"], {}, None),
     (["demo", "--seconds", "0"], {}, None),
     (["demo", "--seconds", "61"], {}, None),
     (["chat", "--provider", "bogus"], {}, None),
@@ -113,7 +116,9 @@ def test_version_and_help() -> None:
 ])
 def test_usage_errors_exit_2_with_one_line(tmp_path: Path, argv: list[str], env: dict[str, str],
                                            message: str | None) -> None:
-    done = turnlog(*argv, "--root", str(tmp_path / "root"), env=clean_env(**env)) if argv else turnlog(env=clean_env())
+    commands = ("demo", "chat", "serve", "ls", "inspect")
+    root = ["--root", str(tmp_path / "root")] if argv and argv[0] in commands else []
+    done = turnlog(*argv, *root, env=clean_env(**env))
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("turnlog: ")

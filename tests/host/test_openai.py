@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import importlib.metadata
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -22,7 +23,6 @@ from host.openai import (
     chat_messages,
     map_usage,
     parse_retry_after,
-    turnlog_version,
 )
 from host.tools import ToolSpec
 
@@ -252,7 +252,7 @@ async def test_request_line_headers_and_body_are_exact(server: Server) -> None:
     assert (recorded.method, recorded.target) == ("POST", "/v1/chat/completions")
     assert recorded.header("content-type") == "application/json"
     assert recorded.header("accept") == "text/event-stream"
-    assert recorded.header("user-agent") == f"turnlog/{turnlog_version()}"
+    assert recorded.header("user-agent") == f"turnlog/{importlib.metadata.version('turnlog')}"
     assert recorded.header("authorization") == "Bearer sk-test"
     assert recorded.body.decode("utf-8") == (
         '{"model":"m1","messages":' + EXPECTED_MESSAGES + ',"stream":true,"stream_options":{"include_usage":true},'

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import eventlog.fileio
 from eventlog import SessionStore, read_log
-from host.rpc import (
+from host.jsonrpc import (
     ID_PROBE_BYTES,
     Invalid,
     Line,

@@ -1,0 +1,426 @@
+"""The pure side of the JSON-RPC 2.0 wire (host.md §4.1, §4.2, §4.3 parameters, §8).
+
+Bytes to lines: :class:`LineSplitter` splits on LF and applies the ``max_line_bytes`` rule, and
+:func:`overlong_id` finds the id of a line that was too long. Lines to frames: :func:`classify`
+decodes UTF-8 and JSON and classifies in the order of §4.1. Frames out: :func:`encode` and the
+frame builders write compact JSON with raw non-ASCII. Requests to values: the error constructors
+of §4.2 and the parameter checks of §4.3, each raising a :class:`~host.app.HostError` that
+names the field. Nothing here performs I/O; :mod:`host.rpc` runs the server around it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from host.app import SESSION_ID_RULE, ChildCreated, Delta, EventAppended, HostError, Notification, StatusChanged
+
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+ID_PROBE_BYTES = 1024  # how much of an over-long line is searched for its "id"
+INTERNAL_ERROR = -32603
+SERVER_INFO = {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"}
+MAX_SAFE = 2**53 - 1
+HISTORY_LIMIT_MAX = 10_000
+
+_SESSION_ID = re.compile(SESSION_ID_RULE)
+_MAX_FLOAT_INT = int(sys.float_info.max)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_OVERLONG_ID = re.compile(
+    rb'"id"[ \t\r\n]*:[ \t\r\n]*("(?:[^"\\\x00-\x1f]|\\.)*"|-?(?:0|[1-9][0-9]*)(?=[ \t\r\n]*[,}]))'
+)
+
+
+# --- framing -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One complete input line of at most ``max_line_bytes`` bytes (LF removed)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Overlong:
+    """A line longer than the limit; ``head`` is its first :data:`ID_PROBE_BYTES` bytes. The rest
+    of the line is discarded up to the next LF and never parsed."""
+
+    head: bytes
+
+
+class LineSplitter:
+    """Splits a byte stream on LF. A line over ``limit`` bytes (LF excluded) is reported once, as
+    soon as it is known to be too long, and its remaining bytes are dropped up to the next LF; at
+    most ``limit`` bytes plus one read are ever buffered."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._buffer = bytearray()
+        self._discarding = False
+
+    def feed(self, data: bytes) -> list[Line | Overlong]:
+        out: list[Line | Overlong] = []
+        buffer = self._buffer
+        buffer += data
+        start = 0
+        while (end := buffer.find(b"\n", start)) >= 0:
+            if self._discarding:
+                self._discarding = False
+            elif end - start > self._limit:
+                out.append(Overlong(bytes(buffer[start : min(end, start + ID_PROBE_BYTES)])))
+            else:
+                out.append(Line(bytes(buffer[start:end])))
+            start = end + 1
+        del buffer[:start]
+        if self._discarding:
+            buffer.clear()
+        elif len(buffer) > self._limit:
+            out.append(Overlong(bytes(buffer[:ID_PROBE_BYTES])))
+            self._discarding = True
+            buffer.clear()
+        return out
+
+    def finish(self) -> list[Line | Overlong]:
+        """At end of input: the last line if it had no LF."""
+        if self._discarding or not self._buffer:
+            return []
+        line = Line(bytes(self._buffer))
+        self._buffer.clear()
+        return [line]
+
+
+def overlong_id(head: bytes) -> str | int | None:
+    """The id of an over-long line (§8): ``"id"``, ``:`` and a JSON string or integer within the
+    first bytes, or ``None`` when there is none."""
+    match = _OVERLONG_ID.search(head)
+    if match is None:
+        return None
+    try:
+        value = json.loads(match.group(1))
+    except ValueError:
+        return None
+    if isinstance(value, str) and _has_lone_surrogate(value):
+        return None
+    return value if isinstance(value, (str, int)) else None
+
+
+# --- classification ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """Not UTF-8 or not JSON: ignored with one stderr line naming its size."""
+
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request frame. ``params`` is ``{}`` when absent or not an object. ``unsupported`` marks
+    valid JSON that cannot be stored (a lone surrogate, a number out of the float range)."""
+
+    id: str | int | float
+    method: str
+    params: Mapping[str, Any]
+    unsupported: bool = False
+
+
+class _OutOfRange:
+    """Stands in for a number outside the float range while parsing."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        if value.isascii():
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(item) for item in value)
+    return False
+
+
+def classify(line: bytes) -> Request | Invalid | None:
+    """One stripped, non-empty input line, classified in the order of §4.1: invalid UTF-8 or
+    JSON; not an object; a request (``id`` a string or a non-bool number, ``method`` a string);
+    anything else (client notifications, responses) is ``None``, dropped without a reply."""
+    unsupported = False
+
+    def parse_int(text: str) -> Any:
+        nonlocal unsupported
+        digits = len(text) - text.startswith("-")
+        if digits <= 309:
+            value = int(text)
+            if abs(value) <= _MAX_FLOAT_INT:
+                return value
+        unsupported = True
+        return _OutOfRange()
+
+    def parse_float(text: str) -> Any:
+        nonlocal unsupported
+        value = float(text)
+        if math.isinf(value):
+            unsupported = True
+            return _OutOfRange()
+        return value
+
+    try:
+        value = json.loads(
+            line.decode("utf-8"), parse_int=parse_int, parse_float=parse_float, parse_constant=_reject_constant
+        )
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return Invalid(len(line))
+    if not isinstance(value, dict):
+        return None
+    rid = value.get("id")
+    method = value.get("method")
+    if not isinstance(method, str) or isinstance(rid, bool) or not isinstance(rid, (str, int, float)):
+        return None
+    if _SURROGATE_ESCAPE.search(line) is not None and _has_lone_surrogate(value):
+        unsupported = True
+    params = value.get("params")
+    return Request(rid, method, params if isinstance(params, dict) else {}, unsupported)
+
+
+def rpc_id_text(rid: str | int | float) -> str:
+    """The ``rpcId`` of a request: a string as is, a number as its JSON text."""
+    return rid if isinstance(rid, str) else json.dumps(rid)
+
+
+# --- frames --------------------------------------------------------------------------------------
+
+
+def encode(frame: Mapping[str, Any]) -> bytes:
+    """One frame: compact JSON, non-ASCII raw, plus LF. A lone surrogate (only ever inside a
+    string) is written as its ``\\uXXXX`` escape, so the line stays valid UTF-8."""
+    text = json.dumps(frame, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8", "backslashreplace") + b"\n"
+
+
+def result_frame(rid: str | int | float, result: Any) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": rid, "result": result})
+
+
+def error_frame(rid: str | int | float, error: HostError) -> bytes:
+    data = {"code": error.code, **error.data}
+    return encode(
+        {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": error.message, "data": data}}
+    )
+
+
+def notification_frame(method: str, params: Mapping[str, Any]) -> bytes:
+    return encode({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def event_frame(value: EventAppended) -> bytes:
+    """``session.event`` with the envelope exactly as in the log (its canonical record)."""
+    session_id = json.dumps(value.session_id, ensure_ascii=False).encode("utf-8")
+    return (
+        b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":'
+        + session_id
+        + b',"event":'
+        + value.event.to_json()
+        + b"}}\n"
+    )
+
+
+def notification_bytes(value: Notification, *, deltas: bool) -> bytes | None:
+    """The frame forwarding one in-process notification (§4.4), or ``None`` for a delta when
+    ``streamDeltas`` is off."""
+    if isinstance(value, EventAppended):
+        return event_frame(value)
+    if isinstance(value, StatusChanged):
+        return notification_frame("session.status", {"sessionId": value.session_id, "status": value.status})
+    if isinstance(value, ChildCreated):
+        return notification_frame(
+            "subagent.started",
+            {"parentSessionId": value.parent_session_id, "childSessionId": value.child_session_id},
+        )
+    if isinstance(value, Delta):
+        if not deltas:
+            return None
+        return notification_frame(
+            "session.delta",
+            {"sessionId": value.session_id, "turn": value.turn, "step": value.step, "chunk": value.chunk},
+        )
+    raise TypeError(f"unknown notification {value!r}")
+
+
+# --- errors and parameter checks -----------------------------------------------------------------
+
+
+def unknown_method(method: str) -> HostError:
+    return HostError("unknown-method", f"unknown DeepSeek Harness SDK runtime method: {method}", method=method)
+
+
+def shutting_down() -> HostError:
+    return HostError("shutting-down", "SDK server is shutting down")
+
+
+def line_too_long(limit: int) -> HostError:
+    return HostError("line-too-long", f"request line exceeds {limit} bytes", limit=limit)
+
+
+def unsupported_json() -> HostError:
+    return HostError("unsupported-json", "request contains a lone surrogate or a number out of range")
+
+
+def internal(exc: BaseException) -> HostError:
+    return HostError("internal", f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _invalid(method: str, field: str, requirement: str) -> HostError:
+    return HostError("invalid-params", f"{method} {field} {requirement}", field=field)
+
+
+def _is_safe_int(value: object) -> bool:
+    return type(value) is int and abs(value) <= MAX_SAFE
+
+
+def session_id_param(method: str, params: Mapping[str, Any], key: str = "sessionId") -> str:
+    """``params[key]`` if it matches the id rule, else ``invalid-session-id`` naming the method."""
+    value = params.get(key)
+    if not isinstance(value, str) or _SESSION_ID.fullmatch(value) is None:
+        raise HostError("invalid-session-id", f"{method} {key} must match {SESSION_ID_RULE}", value=value)
+    return value
+
+
+def _optional_string(method: str, params: Mapping[str, Any], key: str, *, non_empty: bool) -> str | None:
+    if key not in params:
+        return None
+    value = params[key]
+    if not isinstance(value, str) or (non_empty and not value):
+        raise _invalid(method, key, "must be a non-empty string" if non_empty else "must be a string")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class InitializeParams:
+    cwd: str | None
+    provider: str | None
+    model: str | None
+    max_tokens: int | None
+    reasoning_effort: str | None
+    stream_deltas: bool | None
+
+
+def initialize_params(params: Mapping[str, Any]) -> InitializeParams:
+    """§4.3.1, checked in order: cwd, provider, model, maxTokens, reasoningEffort, streamDeltas."""
+    method = "initialize"
+    cwd = _optional_string(method, params, "cwd", non_empty=False)
+    if cwd is not None and "\x00" in cwd:
+        raise _invalid(method, "cwd", "must not contain NUL characters")
+    provider = _optional_string(method, params, "provider", non_empty=True)
+    model = _optional_string(method, params, "model", non_empty=True)
+    max_tokens = params.get("maxTokens")
+    if "maxTokens" in params and not (_is_safe_int(max_tokens) and max_tokens > 0):
+        raise _invalid(method, "maxTokens", "must be a positive safe integer")
+    effort = _optional_string(method, params, "reasoningEffort", non_empty=True)
+    deltas = params.get("streamDeltas")
+    if "streamDeltas" in params and not isinstance(deltas, bool):
+        raise _invalid(method, "streamDeltas", "must be a boolean")
+    return InitializeParams(cwd, provider, model, max_tokens, effort, deltas)
+
+
+def _content_block_ok(block: object) -> bool:
+    if not isinstance(block, dict):
+        return False
+    kind = block.get("type")
+    if kind == "text":
+        return block.keys() == {"type", "text"} and isinstance(block["text"], str)
+    if kind == "image":
+        return block.keys() == {"type", "attachment"} and isinstance(block["attachment"], dict)
+    return False
+
+
+def content_blocks_param(method: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A non-empty array of user blocks: ``{"type":"text","text":S}`` or
+    ``{"type":"image","attachment":OBJ}``, nothing else."""
+    blocks = params.get("contentBlocks")
+    if not isinstance(blocks, list) or not blocks:
+        raise _invalid(method, "contentBlocks", "must be a non-empty array of content blocks")
+    for index, block in enumerate(blocks):
+        if not _content_block_ok(block):
+            raise _invalid(
+                method,
+                f"contentBlocks[{index}]",
+                'must be {"type":"text","text":<string>} or {"type":"image","attachment":<object>}',
+            )
+    return blocks
+
+
+def mode_param(method: str, params: Mapping[str, Any]) -> str:
+    """``"queue"`` (the default) or ``"steer"``."""
+    mode = params.get("mode", "queue")
+    if not isinstance(mode, str) or mode not in ("queue", "steer"):
+        raise _invalid(method, "mode", 'must be "queue" or "steer"')
+    return mode
+
+
+def path_param(method: str, params: Mapping[str, Any]) -> str:
+    """``working-directory/set``'s ``path``: a non-empty string (checked as a directory later)."""
+    path = params.get("path")
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise _invalid(method, "path", "must be a non-empty string without NUL characters")
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class ForkParams:
+    parent: str
+    boundary_seq: int | None
+    child_id: str | None
+
+
+def fork_params(params: Mapping[str, Any]) -> ForkParams:
+    """§4.3.5: ``sessionId``, optional ``boundarySeq`` (a safe integer ≥ 0) and ``childSessionId``."""
+    method = "session/fork"
+    parent = session_id_param(method, params)
+    boundary = _optional_int(method, params, "boundarySeq", None, 0, MAX_SAFE, "must be a non-negative safe integer")
+    child = session_id_param(method, params, "childSessionId") if "childSessionId" in params else None
+    return ForkParams(parent, boundary, child)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryParams:
+    session_id: str
+    from_seq: int
+    limit: int
+
+
+def history_params(params: Mapping[str, Any]) -> HistoryParams:
+    """§4.3.7: ``sessionId``, ``fromSeq`` (a safe integer ≥ 0, default 0) and ``limit`` (an
+    integer from 1 to 10000, default 1000)."""
+    method = "session/history"
+    session_id = session_id_param(method, params)
+    from_seq = _optional_int(method, params, "fromSeq", 0, 0, MAX_SAFE, "must be a non-negative safe integer")
+    limit = _optional_int(
+        method, params, "limit", 1000, 1, HISTORY_LIMIT_MAX, f"must be an integer from 1 to {HISTORY_LIMIT_MAX}"
+    )
+    assert from_seq is not None and limit is not None
+    return HistoryParams(session_id, from_seq, limit)
+
+
+def _optional_int(
+    method: str, params: Mapping[str, Any], key: str, default: int | None, lowest: int, highest: int, requirement: str
+) -> int | None:
+    if key not in params:
+        return default
+    value = params[key]
+    if not (type(value) is int and lowest <= value <= highest):
+        raise _invalid(method, key, requirement)
+    return value
