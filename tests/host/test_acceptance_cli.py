@@ -5,9 +5,7 @@ expectation comes from the spec text.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-import os
 import re
 import signal
 import subprocess
@@ -18,10 +16,9 @@ from typing import Any
 
 import pytest
 
-TURNLOG = Path(sys.executable).with_name("turnlog")
+from tests.host.process_support import TURNLOG, UUID4, VERSION, clean_env
+
 HANG_GUARD_S = 60.0  # guards against a hang only; never an assertion about speed
-VERSION = importlib.metadata.version("turnlog")
-UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 DEMO_ID = r"demo-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}"
 ZONE_FAILURE = (
     "turnlog: time-context: failed to resolve the system time zone; pass --time-zone ZONE or --no-time-context\n"
@@ -30,14 +27,6 @@ EXIT_LINE = "reminders fire only while the session is open; continue with: turnl
 MODEL_FLAGS = ("--provider", "--model", "--script", "--system", "--max-steps", "--time-context",
                "--no-time-context", "--time-zone", "--time-refresh-ms")
 
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """The test's environment without the variables turnlog reads, plus ``extra``."""
-    prefixes = ("TURNLOG_", "DEEPSEEK_", "DSH_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes) and k not in ("TZ", "XDG_DATA_HOME")}
-    env["TZ"] = "UTC"
-    env.update(extra)
-    return env
 
 
 def turnlog(*args: str, env: dict[str, str] | None = None, stdin: str = "", cwd: Path | None = None,

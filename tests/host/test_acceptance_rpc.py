@@ -9,7 +9,6 @@ never both ``id`` and ``method``), so each test also checks that stdout carries 
 from __future__ import annotations
 
 import http.server
-import importlib.metadata
 import json
 import os
 import queue
@@ -17,7 +16,6 @@ import re
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,11 +25,11 @@ from typing import Any
 
 import pytest
 
-TURNLOG = Path(sys.executable).with_name("turnlog")
+from tests.host.process_support import TURNLOG, UUID4, VERSION, clean_env
+from tests.host.rpc_support import prompt, request
+
 HANG_GUARD_S = 20.0  # guards against a hang only; never an assertion about speed
 EXIT_GUARD_S = 5.0  # "exit within about 0.5 s", with a wide margin for a loaded machine
-VERSION = importlib.metadata.version("turnlog")
-UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 DEFAULT_SYSTEM = (
     "You are a helpful assistant. You can create, list and delete reminders with the schedule tools. "
     "A message that starts with [SCHEDULE REMINDER] is a reminder you created earlier that is now due: "
@@ -44,18 +42,6 @@ SERVER_INFO = {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"}
 
 def compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def request(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
-    frame: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-    if params is not None:
-        frame["params"] = params
-    return frame
-
-
-def prompt(rid: Any, session_id: str, text: str, **extra: Any) -> dict[str, Any]:
-    blocks = [{"type": "text", "text": text}]
-    return request(rid, "session/prompt", {"sessionId": session_id, "contentBlocks": blocks, **extra})
 
 
 def result(rid: Any, value: Any) -> dict[str, Any]:
@@ -78,6 +64,18 @@ def events_of(frames: list[dict[str, Any]], session_id: str | None = None) -> li
     return [f["params"]["event"] for f in frames if is_event(f, session_id)]
 
 
+def read_or_empty(path: Path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
+
+
+def wait_for(condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` (a file appearing, say) until it holds, within the hang guard."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
+
+
 def log_lines(path: Path) -> list[bytes]:
     """The records of a log file, header first, without their LFs."""
     return path.read_bytes().split(b"\n")[:-1]
@@ -86,14 +84,6 @@ def log_lines(path: Path) -> list[bytes]:
 def log_events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log_lines(path)[1:]]
 
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """The test's environment without the variables turnlog reads, plus ``extra``."""
-    prefixes = ("TURNLOG_", "DEEPSEEK_", "DSH_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes) and k not in ("TZ", "XDG_DATA_HOME")}
-    env["TZ"] = "UTC"
-    env.update(extra)
-    return env
 
 
 class Serve:
@@ -778,13 +768,21 @@ def test_busy_corrupt_unsupported_and_unwritable(tmp_path: Path) -> None:
 # === §4.3.9 and §3.9: shutdown while a turn runs ==================================================
 
 
-def test_shutdown_during_a_turn_keeps_queued_prompts(tmp_path: Path) -> None:
-    root = tmp_path / "sessions"
+@contextmanager
+def hanging_turn(tmp_path: Path) -> Iterator[Serve]:
+    """A server on ``tmp_path/sessions`` whose session ``main`` is in a turn whose model call
+    never returns (its request/header has been notified)."""
     script = tmp_path / "script.jsonl"
     script.write_text('{"hang":true}\n')
-    with serving("--root", str(root), "--no-time-context", "--script", str(script)) as s:
+    with serving("--root", str(tmp_path / "sessions"), "--no-time-context", "--script", str(script)) as s:
         s.send(prompt("p1", "main", "first"))
         s.until(lambda f: is_event(f) and f["params"]["event"]["type"] == "request/header")
+        yield s
+
+
+def test_shutdown_during_a_turn_keeps_queued_prompts(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    with hanging_turn(tmp_path) as s:
         s.send(prompt("p2", "main", "second"))
         queued = s.until(lambda f: f.get("id") == "p2")[-1]
         s.send(request("bye", "shutdown"))
@@ -804,11 +802,7 @@ def test_shutdown_during_a_turn_keeps_queued_prompts(tmp_path: Path) -> None:
 def test_ends_of_input_and_signals(tmp_path: Path, trigger: str, code: int) -> None:
     """stdin EOF, SIGTERM, SIGINT and a closed stdout: steps 1–4 and 6 without a reply."""
     root = tmp_path / "sessions"
-    script = tmp_path / "script.jsonl"
-    script.write_text('{"hang":true}\n')
-    with serving("--root", str(root), "--no-time-context", "--script", str(script)) as s:
-        s.send(prompt("p1", "main", "first"))
-        s.until(lambda f: is_event(f) and f["params"]["event"]["type"] == "request/header")
+    with hanging_turn(tmp_path) as s:
         if trigger == "eof":
             s.close_stdin()
         elif trigger == "broken-pipe":
@@ -986,5 +980,29 @@ def test_script_mode_cursor_tools_and_exhaustion(tmp_path: Path) -> None:
         turn = events_of(s.idle("a"))
         assert compact(turn[-1]["data"]) == compact({"turn": 2, "reason": {"kind": "error", "error": {
             "message": "scripted model: script exhausted", "code": "SCRIPT_EXHAUSTED"}}})
+        s.close_stdin()
+        assert s.end() == 0
+
+
+def test_sigkill_then_resume_closes_the_turn_as_interrupted(tmp_path: Path) -> None:
+    """§8: after SIGKILL nothing runs; the next open repairs the log and the session serves on."""
+    root = tmp_path / "sessions"
+    with hanging_turn(tmp_path) as s:
+        wait_for(lambda: b'"request/header"' in read_or_empty(root / "main.jsonl"))  # the checkpoint is durable
+        s.proc.kill()
+        assert s.wait() == -signal.SIGKILL
+    with serving("--root", str(root), "--no-time-context") as s:
+        s.send(request("r", "session/resume", {"sessionId": "main"}))
+        assert s.reply("r") == result("r", {"sessionId": "main", "disposition": "resumed"})
+        s.send(request("h", "session/history", {"sessionId": "main"}))
+        events = s.reply("h")["result"]["events"]
+        assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "interrupted"}}
+        assert [e["type"] for e in events[:6]] == ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced",
+                                                   "step/start", "user/message", "request/header"]
+        s.send(prompt("p2", "main", "again"))
+        turn = events_of(s.idle("main"))
+        assert turn[1]["data"] == {"turn": 2}
+        assert [e["data"]["reason"] for e in turn if e["type"] == "request/header"] == ["resume"]
+        assert turn[-1]["data"] == {"turn": 2, "reason": {"kind": "completed"}}
         s.close_stdin()
         assert s.end() == 0
