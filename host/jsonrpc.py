@@ -139,25 +139,30 @@ def _reject_constant(name: str) -> Any:
 
 
 def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        if value.isascii():
-            return False
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(item) for item in value)
+    """Whether a parsed JSON value holds a string with a lone surrogate (iterative: a request
+    may nest as deeply as the parser allows)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
     return False
 
 
 def classify(line: bytes) -> Request | Invalid | None:
     """One stripped, non-empty input line, classified in the order of §4.1: invalid UTF-8 or
-    JSON; not an object; a request (``id`` a string or a non-bool number, ``method`` a string);
-    anything else (client notifications, responses) is ``None``, dropped without a reply."""
+    JSON (or JSON nested too deeply to parse); not an object; a request (``id`` a string or a
+    non-bool number, ``method`` a string); anything else (client notifications, responses) is
+    ``None``, dropped without a reply."""
     unsupported = False
 
     def parse_int(text: str) -> Any:
@@ -182,7 +187,7 @@ def classify(line: bytes) -> Request | Invalid | None:
         value = json.loads(
             line.decode("utf-8"), parse_int=parse_int, parse_float=parse_float, parse_constant=_reject_constant
         )
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return Invalid(len(line))
     if not isinstance(value, dict):
         return None

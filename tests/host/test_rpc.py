@@ -175,6 +175,18 @@ def test_unstorable_json_marks_a_request_unsupported(line: bytes) -> None:
     assert isinstance(frame, Request) and frame.unsupported
 
 
+def test_json_nested_too_deeply_to_parse_is_invalid_not_a_crash() -> None:
+    deep = b'{"id":"x","method":"m","params":{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    assert classify(deep) == Invalid(len(deep))
+
+
+def test_a_deeply_nested_lone_surrogate_is_found() -> None:
+    depth = 900  # parseable, and deeper than a recursive walk could go beside the parser's frames
+    line = b'{"id":"x","method":"m","params":{"a":' + b"[" * depth + b'"\\ud800"' + b"]" * depth + b"}}"
+    frame = classify(line)
+    assert isinstance(frame, Request) and frame.unsupported
+
+
 def test_large_but_representable_numbers_are_supported() -> None:
     frame = classify(b'{"id":"x","method":"m","params":{"n":123456789012345678901234567890,"f":1e308}}')
     assert isinstance(frame, Request) and not frame.unsupported
