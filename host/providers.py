@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
+
 import httpx
 
-from host.model import Failure, ModelAdapter, make_failure
+from host.model import ModelAdapter
 from host.openai import DEFAULT_STREAM_IDLE_TIMEOUT, OpenAIAdapter
 from host.scripted import SCRIPT_ENV, ScriptedAdapter, ScriptLine, load_script
 
-PROVIDERS: tuple[str, ...] = ("scripted", "openai", "deepseek-official")
 SCRIPTED_MODEL = "scripted"
 MODEL_ENV = "TURNLOG_MODEL"
 
@@ -41,6 +41,7 @@ _ROUTES: dict[str, _Route] = {
     "deepseek-official": _Route("openai", ("DEEPSEEK_BASE_URL", "TURNLOG_BASE_URL"), "https://api.deepseek.com",
                                 ("DEEPSEEK_API_KEY", "TURNLOG_API_KEY")),
 }
+PROVIDERS: tuple[str, ...] = tuple(_ROUTES)  # the `--provider` choices
 
 
 class UnknownProviderError(ValueError):
@@ -65,11 +66,8 @@ def _first(env: Mapping[str, str], names: tuple[str, ...]) -> str | None:
     return next((env[name] for name in names if env.get(name)), None)
 
 
-def is_registered(provider: str) -> bool:
-    return provider in _ROUTES
-
-
 def provider_config(provider: str, env: Mapping[str, str]) -> ProviderConfig:
+    """The provider's endpoint from ``env`` by the table above; raises :class:`UnknownProviderError`."""
     route = _ROUTES.get(provider)
     if route is None:
         raise UnknownProviderError(provider)
@@ -99,11 +97,6 @@ def resolve_model(
 def missing_model_usage_error(provider: str) -> str:
     """chat's startup usage error for a non-scripted route without a model."""
     return f'--model or TURNLOG_MODEL is required for provider "{provider}"'
-
-
-def missing_model_failure(provider: str) -> Failure:
-    """serve's turn error for a prompt on a non-scripted route without a model."""
-    return make_failure(f'no model configured for provider "{provider}"', "MISSING_CONFIG")
 
 
 def script_path(flag: str | PathLike[str] | None, env: Mapping[str, str]) -> str | PathLike[str] | None:
