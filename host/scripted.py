@@ -429,11 +429,6 @@ class ScriptedAdapter:
         self._script = script
         self._cursor = 0
 
-    @property
-    def remaining(self) -> int | None:
-        """Script lines not yet consumed; ``None`` in rules mode."""
-        return None if self._script is None else len(self._script) - self._cursor
-
     async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
         if self._script is None:
             for chunk in rules_chunks(request):
