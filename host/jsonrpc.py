@@ -284,6 +284,12 @@ def unsupported_json() -> HostError:
     return HostError("unsupported-json", "request contains a lone surrogate or a number out of range")
 
 
+def flush_failed_at_shutdown(session_id: str, message: str) -> HostError:
+    return HostError(
+        "persistence-failed", f'cannot flush session "{session_id}" at shutdown: {message}', sessionId=session_id
+    )
+
+
 def internal(exc: BaseException) -> HostError:
     return HostError("internal", f"internal error: {type(exc).__name__}: {exc}")
 

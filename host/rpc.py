@@ -24,7 +24,7 @@ from typing import Any
 
 import trio
 
-from host.app import EventAppended, Host, HostError, Notification, StatusChanged
+from host.app import EventAppended, Host, HostError, Notification, ShutdownReport, StatusChanged
 from host.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
     SERVER_INFO,
@@ -36,6 +36,7 @@ from host.jsonrpc import (
     classify,
     content_blocks_param,
     error_frame,
+    flush_failed_at_shutdown,
     fork_params,
     history_params,
     initialize_params,
@@ -60,6 +61,7 @@ _log = logging.getLogger("host.rpc")
 
 
 # --- the server ----------------------------------------------------------------------------------
+
 
 class _Once:
     """Forwards only the first ``started()`` to a nursery's task status."""
@@ -231,17 +233,16 @@ class Server:
         once = _Once(task_status)
         try:
             result = await self._dispatch(request, once)
+            if result is not _NO_REPLY:
+                self._queue(result_frame(request.id, result))
         except HostError as exc:
             self._queue(error_frame(request.id, exc))
-        except Exception as exc:
+        except Exception as exc:  # a bug: the traceback to stderr, `internal` to the client
             self._diagnostic(f"internal error in {request.method}:")
             for text in traceback.format_exception(exc):
                 for line in text.rstrip("\n").split("\n"):
                     self._diagnostic(line)
             self._queue(error_frame(request.id, internal(exc)))
-        else:
-            if result is not _NO_REPLY:
-                self._queue(result_frame(request.id, result))
         finally:
             once.started()
 
@@ -270,20 +271,7 @@ class Server:
                 await self._stop.wait()
                 unsubscribe()  # §4.3.9 step 2: nothing but replies from now on
                 report = await self.host.shutdown()
-                failed = next(iter(report.failed.items()), None)
-                for session_id, message in report.failed.items():
-                    self._diagnostic(f'shutdown: session "{session_id}" could not be flushed: {message}')
-                for rid in self._pending_shutdowns:
-                    if failed is None:
-                        self._queue(result_frame(rid, {}))
-                    else:
-                        session_id, message = failed
-                        error = HostError(
-                            "persistence-failed",
-                            f'cannot flush session "{session_id}" at shutdown: {message}',
-                            sessionId=session_id,
-                        )
-                        self._queue(error_frame(rid, error))
+                self._answer_shutdowns(report)
                 requests.cancel_scope.cancel()
             send.close()  # the writer drains what is queued, then ends
             with trio.move_on_after(EXIT_DRAIN_SECONDS):
@@ -293,6 +281,18 @@ class Server:
         if self._exit_code == EXIT_SIGINT:
             return EXIT_SIGINT
         return 1 if report.failed else self._exit_code
+
+    def _answer_shutdowns(self, report: ShutdownReport) -> None:
+        """§4.3.9 step 5: ``{}`` to every pending ``shutdown``, or ``persistence-failed`` naming
+        a session that could not be flushed (with a stderr line for each such session)."""
+        for session_id, message in report.failed.items():
+            self._diagnostic(f'shutdown: session "{session_id}" could not be flushed: {message}')
+        failed = next(iter(report.failed.items()), None)
+        for rid in self._pending_shutdowns:
+            if failed is None:
+                self._queue(result_frame(rid, {}))
+            else:
+                self._queue(error_frame(rid, flush_failed_at_shutdown(*failed)))
 
     # --- methods ----------------------------------------------------------------------------------
 
