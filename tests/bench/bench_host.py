@@ -11,13 +11,20 @@
    ``dispatch`` append minus the reminder's target; printed as p50/p99/max next to a bare
    ``trio.sleep`` baseline (one task per target, same targets' spread) in the same run.
 
-Options: ``--turns N`` (default 300), ``--sessions N``, ``--armed N``, ``--window S``.
+3. Start-up of the ``turnlog`` console script (median of ``--runs``): ``--version``, ``--help``, a
+   log command (``ls``) and ``serve`` up to its first reply, next to a bare ``python -c pass``
+   and to importing the packages a command needs, measured in the same run.
+
+Options: ``--turns N`` (default 300), ``--sessions N``, ``--armed N``, ``--window S``,
+``--runs N`` (default 7).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import tempfile
 import time
 import zoneinfo
@@ -276,6 +283,36 @@ def print_lateness(name: str, values: list[float]) -> None:
     print(f"  {name:<52} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {worst:7.1f} ms  (n={len(values)})")
 
 
+# --- 3. start-up of the console script ----------------------------------------------------------
+
+
+def startup_seconds(argv: list[str], runs: int, stdin: bytes = b"") -> float:
+    """The median wall time of ``argv`` from spawn to exit."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, input=stdin, capture_output=True, check=True)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def print_startup(runs: int) -> None:
+    python, turnlog = sys.executable, str(Path(sys.executable).with_name("turnlog"))
+    with tempfile.TemporaryDirectory() as root:
+        cases = [
+            ("baseline: python -c pass", [python, "-c", "pass"], b""),
+            ("baseline: python -c 'import eventlog.cli'", [python, "-c", "import eventlog.cli"], b""),
+            ("baseline: python -c 'import host.commands'", [python, "-c", "import host.commands"], b""),
+            ("turnlog --version", [turnlog, "--version"], b""),
+            ("turnlog --help", [turnlog, "--help"], b""),
+            ("turnlog ls --root R", [turnlog, "ls", "--root", root], b""),
+            ("turnlog serve (session/list, then EOF)", [turnlog, "serve", "--root", root, "--no-time-context"],
+             b'{"jsonrpc":"2.0","id":1,"method":"session/list"}\n'),
+        ]
+        for name, argv, stdin in cases:
+            print(f"  {name:<52} {startup_seconds(argv, runs) * 1000:7.0f} ms")
+
+
 async def main(args: argparse.Namespace) -> None:
     print(f"per-turn overhead ({args.turns} turns each; scripted model, real files, durable before idle)")
     report("baseline: scripted adapter alone (one request)", *await adapter_only(args.turns), unit="calls")
@@ -294,6 +331,9 @@ async def main(args: argparse.Namespace) -> None:
           f"create due reminders via prompts {result['create_s']:.1f} s; "
           f"{result['armed_left']} reminders still armed afterwards")
 
+    print(f"\nstart-up of the console script (median of {args.runs} runs, spawn to exit)")
+    await trio.to_thread.run_sync(print_startup, args.runs)
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -301,5 +341,6 @@ if __name__ == "__main__":
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--armed", type=int, default=10)
     parser.add_argument("--window", type=float, default=20.0)
+    parser.add_argument("--runs", type=int, default=7)
     zoneinfo.reset_tzpath(to=())
     trio.run(main, parser.parse_args())
