@@ -283,7 +283,8 @@ def test_log_commands_follow_the_root_rules(tmp_path: Path) -> None:
         (["ls", "--json"], every, "from-turnlog-home"),
         (["ls", "--json"], {**every, "TURNLOG_HOME": "", "DSH_SESSION_ROOT": "dsh"}, "from-dsh"),
         (["ls", "--json"], {**every, "TURNLOG_HOME": "", "DSH_SESSION_ROOT": ""}, "from-xdg"),
-        (["ls", "--json"], {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": "xdg"}, "from-home"),
+        (["ls", "--json"], {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": "xdg",  # relative: ignored
+                            "DSH_HOME": str(tmp_path / "dsh"), "DSH_CWD": str(tmp_path / "dsh")}, "from-home"),
     ]
     for argv, env, expected in cases:
         done = turnlog(*argv, env=clean_env(**env), cwd=tmp_path)
