@@ -31,13 +31,12 @@ from host.app import (
     EventAppended,
     Host,
     HostConfig,
-    HostError,
     LiveSession,
     Notification,
     StatusChanged,
-    check_session_id,
     open_host,
 )
+from host.boundary import HostError, check_session_id
 from host.process import EXIT_SIGINT
 
 PROMPT = "> "

@@ -27,7 +27,8 @@ import schedule
 import timecontext
 from eventlog import LogSnapshot, SystemClock
 from host.agent import DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT
-from host.app import HostConfig, open_host, resolve_root
+from host.app import HostConfig, open_host
+from host.boundary import resolve_root
 from host.chat import run_chat
 from host.cli import StartupError, UsageError
 from host.demo import demo_config, run_demo

@@ -22,7 +22,8 @@ import trio
 
 import schedule
 from eventlog import Event, EventLogError, read_log
-from host.app import EventAppended, HostConfig, HostError, Notification, StatusChanged, open_host
+from host.app import EventAppended, HostConfig, Notification, StatusChanged, open_host
+from host.boundary import HostError
 from host.chat import PROMPT, admit_text, reminder_notice, reminders_inserted, sole_exception, transcript_lines
 from host.scripted import ScriptedAdapter
 

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from host.app import SESSION_ID_RULE, ChildCreated, Delta, EventAppended, HostError, Notification, StatusChanged
+from host.app import ChildCreated, Delta, EventAppended, Notification, StatusChanged
+from host.boundary import SESSION_ID_RULE, HostError
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 ID_PROBE_BYTES = 1024  # how much of an over-long line is searched for its "id"

@@ -24,7 +24,8 @@ from typing import Any
 
 import trio
 
-from host.app import EventAppended, Host, HostError, Notification, ShutdownReport, StatusChanged
+from host.app import EventAppended, Host, Notification, ShutdownReport, StatusChanged
+from host.boundary import HostError
 from host.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
     SERVER_INFO,
