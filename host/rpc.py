@@ -436,8 +436,15 @@ async def serve_stdio(
     diagnostic: Callable[[str], None] | None = None,
 ) -> int:
     """Serve ``host`` on the process's stdin and stdout until shutdown and return the exit code.
-    SIGTERM shuts down with 0, SIGINT with 130 (§4.3.9)."""
+    SIGTERM shuts down with 0, SIGINT with 130 (§4.3.9).
+
+    Once the code is decided, SIGTERM and SIGINT are ignored for the rest of the process: a
+    client may signal right after the shutdown reply, and a later trigger changes nothing.
+    """
     server = Server(host, max_line_bytes=max_line_bytes, diagnostic=diagnostic)
+    # What trio restores on leaving the receiver, and redelivers signals still queued to.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
 
         async def watch() -> None:

@@ -1011,3 +1011,16 @@ def test_sigkill_then_resume_closes_the_turn_as_interrupted(tmp_path: Path) -> N
         assert turn[-1]["data"] == {"turn": 2, "reason": {"kind": "completed"}}
         s.close_stdin()
         assert s.end() == 0
+
+
+@pytest.mark.parametrize("late", [signal.SIGTERM, signal.SIGINT])
+def test_signals_after_the_shutdown_reply_change_nothing(tmp_path: Path, late: signal.Signals) -> None:
+    """§4.3.9: the client may signal right after the reply; the first trigger decided the code."""
+    with serving("--root", str(tmp_path / "sessions"), "--no-time-context") as s:
+        s.send(request("bye", "shutdown"))
+        assert s.reply("bye") == result("bye", {})
+        deadline = time.monotonic() + HANG_GUARD_S
+        while s.proc.poll() is None and time.monotonic() < deadline:  # signal until it is gone
+            s.proc.send_signal(late)
+            time.sleep(0.002)
+        assert s.wait() == 0
