@@ -9,41 +9,63 @@ registry (:mod:`host.tools`) and the restart-testing harness (:mod:`host.testing
 
 from __future__ import annotations
 
-from host.agent import DEFAULT_SYSTEM_PROMPT, Agent, AgentClosed, Route, SchedulePort
-from host.app import (
-    Adapters,
-    ChildCreated,
-    Delta,
-    EventAppended,
-    Host,
-    HostConfig,
-    LiveSession,
-    Notification,
-    ShutdownReport,
-    StatusChanged,
-    open_host,
-)
-from host.boundary import HostError, canonical_client_zone, check_session_id, resolve_root
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "DEFAULT_SYSTEM_PROMPT",
-    "Adapters",
-    "Agent",
-    "AgentClosed",
-    "ChildCreated",
-    "Delta",
-    "EventAppended",
-    "Host",
-    "HostConfig",
-    "HostError",
-    "LiveSession",
-    "Notification",
-    "Route",
-    "SchedulePort",
-    "ShutdownReport",
-    "StatusChanged",
-    "canonical_client_zone",
-    "check_session_id",
-    "open_host",
-    "resolve_root",
-]
+# Public names and the module that defines each. They load on first use (PEP 562), so the
+# `turnlog` command line can answer --help and --version, or run a log command, without
+# importing trio, httpx and every package of the host.
+_EXPORTS = {
+    "DEFAULT_SYSTEM_PROMPT": "host.agent",
+    "Agent": "host.agent",
+    "AgentClosed": "host.agent",
+    "Route": "host.agent",
+    "SchedulePort": "host.agent",
+    "Adapters": "host.app",
+    "ChildCreated": "host.app",
+    "Delta": "host.app",
+    "EventAppended": "host.app",
+    "Host": "host.app",
+    "HostConfig": "host.app",
+    "LiveSession": "host.app",
+    "Notification": "host.app",
+    "ShutdownReport": "host.app",
+    "StatusChanged": "host.app",
+    "open_host": "host.app",
+    "HostError": "host.boundary",
+    "canonical_client_zone": "host.boundary",
+    "check_session_id": "host.boundary",
+    "resolve_root": "host.boundary",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from host.agent import DEFAULT_SYSTEM_PROMPT, Agent, AgentClosed, Route, SchedulePort
+    from host.app import (
+        Adapters,
+        ChildCreated,
+        Delta,
+        EventAppended,
+        Host,
+        HostConfig,
+        LiveSession,
+        Notification,
+        ShutdownReport,
+        StatusChanged,
+        open_host,
+    )
+    from host.boundary import HostError, canonical_client_zone, check_session_id, resolve_root
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'host' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -63,13 +63,15 @@ __all__ = [
     "check_session_id",
     "open_host",
     "resolve_root",
+    "sole_exception",
 ]
 
 _log = logging.getLogger("host")
 
 
-def _sole(exc: BaseException) -> BaseException:
-    """The single exception inside nested one-member exception groups (nurseries wrap)."""
+def sole_exception(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member groups (trio's nurseries wrap what their
+    bodies raise); ``exc`` itself otherwise."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
@@ -385,7 +387,7 @@ class Host:
             try:
                 return await self._nursery.start(self._run_session, session_id, resume, then)
             except BaseException as raised:
-                exc = _sole(raised)
+                exc = sole_exception(raised)
                 if not isinstance(exc, Exception):
                     raise
                 mapped = as_host_error(exc, session_id, f'cannot open session "{session_id}"')
@@ -428,7 +430,7 @@ class Host:
                         await self._stop_session(live)
                     await self._flush_for_close(live)
         except BaseException as exc:
-            failure = _sole(exc)
+            failure = sole_exception(exc)
             if live is None or not started or isinstance(failure, trio.Cancelled):
                 raise  # failed before it was live (the caller of start() sees it), or cancelled
             if not isinstance(failure, PersistenceError):
@@ -626,8 +628,6 @@ class Host:
             for live in sessions:
                 await live._done.wait()
             self._report = ShutdownReport({s.id: s.flush_error for s in sessions if s.flush_error is not None})
-            for session_id, message in self._report.failed.items():
-                _log.error('session "%s" could not be flushed at shutdown: %s', session_id, message)
         finally:
             self._shutdown_done.set()
         return self._report

@@ -153,14 +153,6 @@ def reminder_lines(live: LiveSession) -> list[str]:
     return lines
 
 
-def sole_exception(exc: BaseException) -> BaseException:
-    """The one exception inside nested single-member groups (trio's nurseries wrap what their
-    bodies raise); ``exc`` itself otherwise."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
 # --- the display ---------------------------------------------------------------------------------
 
 

@@ -22,9 +22,9 @@ import trio
 
 import schedule
 from eventlog import Event, EventLogError, read_log
-from host.app import EventAppended, HostConfig, Notification, StatusChanged, open_host
+from host.app import EventAppended, HostConfig, Notification, StatusChanged, open_host, sole_exception
 from host.boundary import HostError
-from host.chat import PROMPT, admit_text, reminder_notice, reminders_inserted, sole_exception, transcript_lines
+from host.chat import PROMPT, admit_text, reminder_notice, reminders_inserted, transcript_lines
 from host.scripted import ScriptedAdapter
 
 FIRST_TURN_TIMEOUT_S = 30.0
