@@ -680,11 +680,9 @@ async def _cmd_tail(args: argparse.Namespace, env: _Env) -> int:
     if id is not None:
         # The identity rule of §4.2 for a log named by id (tail reads by path).
         try:
-            header = await _in_thread(lambda: read_header(path))
+            await _in_thread(lambda: read_header(path, expected_id=id))
         except FileNotFoundError:
             raise CommandFailed(f'session "{id}" not found{_not_found_hint(id)}') from None
-        if header.id != id:
-            raise CorruptLog(path, f'requested id "{id}" does not match header id "{header.id}"')
 
     if args.from_seq is not None:
         next_seq = await _print_from(env, path, args.from_seq, args.json)

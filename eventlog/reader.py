@@ -78,12 +78,16 @@ def _chunks(fd: int, offset: int = 0, end: float = math.inf) -> Iterator[bytes]:
         yield chunk
 
 
-def read_header(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> SessionHeader:
+def read_header(
+    path: str | os.PathLike[str],
+    *,
+    expected_id: str | None = None,
+    max_bytes: int | None = None,
+) -> SessionHeader:
     """Read and validate line 1 only (8 KiB reads until the first LF).
 
-    ``max_bytes`` bounds the header line (``CorruptLog`` beyond it). No identity check: the
-    caller compares ``id`` if it opened the file by id. Raises ``CorruptLog``,
-    ``UnsupportedFormat`` or ``OSError``.
+    With ``expected_id`` the header id must match (§4.2). ``max_bytes`` bounds the header line
+    (``CorruptLog`` beyond it). Raises ``CorruptLog``, ``UnsupportedFormat`` or ``OSError``.
     """
     fd = _open(path)
     try:
@@ -107,7 +111,7 @@ def read_header(path: str | os.PathLike[str], *, max_bytes: int | None = None) -
                 )
     finally:
         os.close(fd)
-    return decode_header(b"".join(parts), path)
+    return decode_header(b"".join(parts), path, expected_id=expected_id)
 
 
 def read_log(

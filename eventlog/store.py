@@ -478,16 +478,13 @@ def _delete(id: str, path: Path) -> None:
 def _list_header(path: Path, id: str) -> tuple[SessionHeader | None, str | None]:
     """Line 1 of a store file (8 KiB reads until the first LF): its header, or the problem."""
     try:
-        header = read_header(path, max_bytes=_HEADER_LIMIT)
+        return read_header(path, expected_id=id, max_bytes=_HEADER_LIMIT), None
     except CorruptLog as exc:
         return None, exc.detail
     except UnsupportedFormat as exc:
         return None, str(exc)
     except OSError as exc:
         return None, f"unreadable: {exc.strerror}"
-    if header.id != id:
-        return None, f'requested id "{id}" does not match header id "{header.id}"'
-    return header, None
 
 
 def _fork_file(
@@ -495,14 +492,7 @@ def _fork_file(
 ) -> SessionHeader:
     """Fork a cold parent file: read-only, streamed (memory bounded by the largest record)."""
     try:
-        parent = read_header(path)
-        if expected_id is not None and parent.id != expected_id:
-            raise CorruptLog(
-                path,
-                f'requested id "{expected_id}" does not match header id "{parent.id}"',
-                line=1,
-                offset=0,
-            )
+        parent = read_header(path, expected_id=expected_id)
         _check_at(at, parent.id)
         if at is None:
             # The boundary is the last event; the header's seedLength needs it before the
