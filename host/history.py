@@ -7,7 +7,7 @@ always what a fresh derivation over the same events would give.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import eventlog.surface
@@ -56,29 +56,30 @@ class HistoryView:
     """An incremental :func:`derive_history` over one growing log.
 
     ``update(events)`` returns the derived history of ``events``, which must extend the events of
-    the previous call (an append-only log). Plain appends cost only the new events; a ``replace``
-    operation (written by deepseek-harness compaction, never by turnlog) refolds from the start.
+    the previous call (an append-only log). Plain appends cost only the new events (and a copy of
+    the list returned); a ``replace`` operation (written by deepseek-harness compaction, never by
+    turnlog) refolds from the start.
     """
 
-    __slots__ = ("_seen", "_nodes")
+    __slots__ = ("_seen", "_history")
 
     def __init__(self) -> None:
         self._seen = 0
-        self._nodes: list[Mapping[str, Any]] = []
+        self._history: list[Mapping[str, Any]] = []  # of the events seen so far
 
     def update(self, events: Sequence[SurfaceEvent]) -> list[Mapping[str, Any]]:
         new = [events[i] for i in range(self._seen, len(events))]
         if any(e.type in SURFACE_TYPES and e.surface_op != "append" for e in new):
-            self._nodes = _folded(events)
+            self._history = _visible_messages(events[seq] for seq in eventlog.surface.fold(events))
         else:
-            self._nodes.extend(surface_message(e) for e in new if e.type in SURFACE_TYPES)
+            self._history.extend(_visible_messages(e for e in new if e.type in SURFACE_TYPES))
         self._seen = len(events)
-        return [m for m in self._nodes if _visible(m)]
+        return list(self._history)
 
 
-def _folded(events: Sequence[SurfaceEvent]) -> list[Mapping[str, Any]]:
-    seqs = eventlog.surface.fold(events)
-    return [surface_message(events[seq]) for seq in seqs]
+def _visible_messages(events: Iterable[SurfaceEvent]) -> list[Mapping[str, Any]]:
+    # Filtered once, as the nodes arrive: a node never changes afterwards (a replace refolds).
+    return [message for event in events if _visible(message := surface_message(event))]
 
 
 # --- inbox replay -------------------------------------------------------------------------------
