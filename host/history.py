@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import eventlog.surface
+from eventlog.format import SURFACE_TYPES, is_safe_int
 
-SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
 INBOX_TARGETS = ("next-turn", "next-step")
 
 
@@ -94,7 +94,7 @@ class InboxReplayError(ValueError):
 
 
 def _safe_index(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 - 1
+    return is_safe_int(value) and value >= 0  # type: ignore[operator]
 
 
 def replay_inbox(
