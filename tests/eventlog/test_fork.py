@@ -13,7 +13,15 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eventlog import CorruptLog, ForkError, SessionExists, SessionNotFound, SessionStore, read_log
+from eventlog import (
+    CorruptLog,
+    ForkError,
+    SessionExists,
+    SessionNotFound,
+    SessionStore,
+    UnsupportedFormat,
+    read_log,
+)
 from tests.eventlog.live_support import E1_BYTES, SetClock, TrioWallClock, place
 from tests.eventlog.spec_examples import E1_LINES, E5_LINES, E9_EVENTS, E9_ROW, log_bytes
 
@@ -172,6 +180,19 @@ async def test_cold_parent_sources(store: SessionStore, root: Path) -> None:
     with pytest.raises(SessionNotFound, match='session "nope" not found'):
         await store.fork("nope", id="c4")
     assert not (root / "c2.jsonl").exists() and not (root / "c3.jsonl").exists()
+
+
+async def test_fork_by_id_names_the_requested_id_in_a_version_refusal(
+    store: SessionStore, root: Path
+) -> None:
+    # §5.6: the version message names the requested id, else the header's id.
+    path = place(root, "asked.jsonl", b'{"type":"session","version":3,"id":"written"}\n')
+    with pytest.raises(UnsupportedFormat) as info:
+        await store.fork("asked", id="c5")
+    assert str(info.value).startswith('session "asked" uses log format v3,')
+    with pytest.raises(UnsupportedFormat) as info:
+        await store.fork(path, id="c6")
+    assert str(info.value).startswith('session "written" uses log format v3,')
 
 
 # --------------------------------------------------------------------------- property
