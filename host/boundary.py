@@ -9,7 +9,6 @@ I/O; :mod:`host.app` calls these around its effects.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,11 +29,11 @@ from eventlog import (
     SessionNotFound,
     UnsupportedFormat,
 )
+from eventlog.format import check_session_id as _check_eventlog_id
 from host.agent import AgentClosed
 from host.history import InboxReplayError
 
-SESSION_ID_RULE = "[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
-_SESSION_ID = re.compile(SESSION_ID_RULE)
+SESSION_ID_RULE = "[A-Za-z0-9][A-Za-z0-9._-]{0,127}"  # eventlog.md §4.2, as the refusals quote it
 INVALID_TIME_ZONE_MESSAGE = "clientTimeZone must be UTC or a valid IANA Area/Location name"
 
 
@@ -78,10 +77,11 @@ def as_host_error(exc: BaseException, session_id: str, what: str) -> BaseExcepti
 
 
 def check_session_id(session_id: object) -> str:
-    """``session_id`` if it matches the id rule, else :class:`HostError` ``invalid-session-id``."""
-    if not isinstance(session_id, str) or _SESSION_ID.fullmatch(session_id) is None:
-        raise HostError("invalid-session-id", f"sessionId must match {SESSION_ID_RULE}", value=session_id)
-    return session_id
+    """``session_id`` if it matches eventlog's id rule, else :class:`HostError` ``invalid-session-id``."""
+    try:
+        return _check_eventlog_id(session_id)
+    except InvalidSessionId:
+        raise HostError("invalid-session-id", f"sessionId must match {SESSION_ID_RULE}", value=session_id) from None
 
 
 def canonical_client_zone(value: object) -> str:
