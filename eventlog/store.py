@@ -457,6 +457,8 @@ def _delete(id: str, path: Path) -> None:
             raise CorruptLog(path, f"the session file is a {_SYMLINK}") from None
         raise PersistenceError(id, f"cannot open the session file: {exc}") from exc
     try:
+        if not stat.S_ISREG(fileio.fstat(fd).st_mode):
+            raise SessionNotFound(id)  # a directory or other name that is not a store file
         try:
             fileio.lock(fd)
         except BlockingIOError:

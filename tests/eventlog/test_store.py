@@ -317,6 +317,19 @@ async def test_delete(store: SessionStore, root: Path, clock: SetClock) -> None:
     ] == ["child", "fresh"]
 
 
+async def test_open_and_delete_ignore_a_directory_named_like_a_session(
+    store: SessionStore, root: Path
+) -> None:
+    # §4.1: only regular files named <id>.jsonl belong to the store.
+    (root / "dir.jsonl").mkdir(parents=True)
+    with pytest.raises(SessionNotFound, match='session "dir" not found'):
+        async with store.open("dir"):
+            pass
+    with pytest.raises(SessionNotFound, match='session "dir" not found'):
+        await store.delete("dir")
+    assert (root / "dir.jsonl").is_dir()
+
+
 async def test_ensure_root(tmp_path: Path) -> None:
     root = tmp_path / "a" / "b" / "c"
     old_umask = os.umask(0)
