@@ -180,8 +180,8 @@ class Agent:
         self._stopped = trio.Event()
         self._turn: _Turn | None = None
         self._history = HistoryView()
-        self._last_turn, self._latest_header = _scan_log(session.events)
-        self._header_sent = False
+        self._last_turn, self._log_has_header = _scan_log(session.events)
+        self._written_header: dict[str, Any] | None = None  # the last request/header this agent wrote
         self.port = SchedulePort(self)
 
     # --- public state ---------------------------------------------------------------------------
@@ -514,15 +514,14 @@ class Agent:
         """§3.5: always on this agent's first request (``initial``, or ``resume`` when the log
         already has a header); later only when the header changed (``change``)."""
         header = self._header(route)
-        if not self._header_sent:
-            reason = "initial" if self._latest_header is None else "resume"
-        elif header != self._latest_header:
+        if self._written_header is None:
+            reason = "resume" if self._log_has_header else "initial"
+        elif header != self._written_header:
             reason = "change"
         else:
             return
         self._session.append("request/header", {"header": header, "reason": reason})
-        self._latest_header = header
-        self._header_sent = True
+        self._written_header = header
 
     async def _call_model(self, turn: _Turn, step: int, route: Route) -> Outcome:
         if route.model is None:
@@ -629,19 +628,18 @@ class Agent:
         )
 
 
-def _scan_log(events: Sequence[Event]) -> tuple[int, dict[str, Any] | None]:
-    """The last ``turn/start`` number (0 if none) and the latest ``request/header`` header."""
+def _scan_log(events: Sequence[Event]) -> tuple[int, bool]:
+    """The last ``turn/start`` number (0 if none) and whether the log has a ``request/header``."""
     last_turn: int | None = None
-    header: dict[str, Any] | None = None
+    has_header = False
     for index in range(len(events) - 1, -1, -1):
         event = events[index]
         if last_turn is None and event.type == "turn/start":
             last_turn = event.value()["turn"]
-        elif header is None and event.type == "request/header":
-            header = event.value()["header"]
-        if last_turn is not None and header is not None:
+        has_header = has_header or event.type == "request/header"
+        if last_turn is not None and has_header:
             break
-    return last_turn or 0, header
+    return last_turn or 0, has_header
 
 
 class SchedulePort:
