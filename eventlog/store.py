@@ -418,10 +418,13 @@ def _turn_of(event: Event) -> str:
     return "?" if turn is None else msgspec.json.encode(turn).decode()
 
 
-def _open_locked(id: str, path: Path) -> tuple[int, LogSnapshot]:
-    """Open ``path`` for writing, lock it, and read it through the locked descriptor."""
+def _lock_store_file(id: str, path: Path, *, writable: bool) -> int:
+    """Open session ``id``'s file (never through a symlink) and take its writer lock.
+
+    Raises ``SessionNotFound`` (missing, or not a regular file), ``SessionBusy`` (lock held),
+    ``CorruptLog`` (a symlink) or ``PersistenceError`` (any other I/O error)."""
     try:
-        fd = fileio.open_existing(path, writable=True)
+        fd = fileio.open_existing(path, writable=writable)
     except (FileNotFoundError, IsADirectoryError):
         raise SessionNotFound(id) from None
     except OSError as exc:
@@ -429,12 +432,24 @@ def _open_locked(id: str, path: Path) -> tuple[int, LogSnapshot]:
             raise CorruptLog(path, f"the session file is a {_SYMLINK}") from None
         raise PersistenceError(id, f"cannot open the session file: {exc}") from exc
     try:
-        if not stat.S_ISREG(fileio.fstat(fd).st_mode):
-            raise SessionNotFound(id)
         try:
+            if not stat.S_ISREG(fileio.fstat(fd).st_mode):
+                raise SessionNotFound(id)  # a directory or other name that is not a store file
             fileio.lock(fd)
         except BlockingIOError:
             raise SessionBusy(id) from None
+        except OSError as exc:
+            raise PersistenceError(id, f"cannot lock the session file: {exc}") from exc
+    except BaseException:
+        fileio.close(fd)
+        raise
+    return fd
+
+
+def _open_locked(id: str, path: Path) -> tuple[int, LogSnapshot]:
+    """Open ``path`` for writing, lock it, and read it through the locked descriptor."""
+    fd = _lock_store_file(id, path, writable=True)
+    try:
         if fileio.fstat(fd).st_nlink == 0:
             raise SessionNotFound(id)  # deleted between our open and our lock
         try:
@@ -448,21 +463,8 @@ def _open_locked(id: str, path: Path) -> tuple[int, LogSnapshot]:
 
 
 def _delete(id: str, path: Path) -> None:
+    fd = _lock_store_file(id, path, writable=False)
     try:
-        fd = fileio.open_existing(path, writable=False)
-    except FileNotFoundError:
-        raise SessionNotFound(id) from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise CorruptLog(path, f"the session file is a {_SYMLINK}") from None
-        raise PersistenceError(id, f"cannot open the session file: {exc}") from exc
-    try:
-        if not stat.S_ISREG(fileio.fstat(fd).st_mode):
-            raise SessionNotFound(id)  # a directory or other name that is not a store file
-        try:
-            fileio.lock(fd)
-        except BlockingIOError:
-            raise SessionBusy(id) from None
         own = fileio.fstat(fd)
         named = fileio.lstat(path)
         if (own.st_dev, own.st_ino) != (named.st_dev, named.st_ino):
