@@ -82,9 +82,9 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def user_message(content: Sequence[Any], source: Mapping[str, Any], *, id: str | None = None) -> dict[str, Any]:
-    """A user-role message in eventlog's key order ``id, role, source, content``."""
-    return {"id": id or new_id(), "role": "user", "source": dict(source), "content": list(content)}
+def user_message(content: Sequence[Any], source: Mapping[str, Any]) -> dict[str, Any]:
+    """A user-role message with a fresh id, in eventlog's key order ``id, role, source, content``."""
+    return {"id": new_id(), "role": "user", "source": dict(source), "content": list(content)}
 
 
 def completed_message(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -211,16 +211,16 @@ class Agent:
 
     # --- input ----------------------------------------------------------------------------------
 
-    def followup(self, content: Sequence[Any], source: Mapping[str, Any], *, id: str | None = None) -> str:
+    def followup(self, content: Sequence[Any], source: Mapping[str, Any]) -> str:
         """Queue a user message for a later turn (``next-turn``); returns its id. The receipt splice
         is appended before this returns, then the driver is woken. Raises :class:`AgentClosed`
         (nothing enqueued) once disposal has begun, or eventlog's error if the append is refused."""
-        return self._enqueue("next-turn", user_message(content, source, id=id))
+        return self._enqueue("next-turn", user_message(content, source))
 
-    def steer(self, content: Sequence[Any], source: Mapping[str, Any], *, id: str | None = None) -> str:
+    def steer(self, content: Sequence[Any], source: Mapping[str, Any]) -> str:
         """Like :meth:`followup`, on ``next-step``: the message joins the running turn at its next
         step boundary (or opens a turn when idle)."""
-        return self._enqueue("next-step", user_message(content, source, id=id))
+        return self._enqueue("next-step", user_message(content, source))
 
     def _enqueue(self, target: Target, message: dict[str, Any]) -> str:
         if self._closing:
