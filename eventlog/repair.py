@@ -56,15 +56,12 @@ class _AssistantView(msgspec.Struct):
 
 
 class _CallView(msgspec.Struct, rename="camel"):
-    call_id: str
-
-
-class _ToolSource(msgspec.Struct, rename="camel"):
+    # tool/call data, and the source of a tool/result message
     call_id: str
 
 
 class _ResultMessage(msgspec.Struct):
-    source: _ToolSource
+    source: _CallView
 
 
 class _ResultView(msgspec.Struct):
@@ -75,11 +72,6 @@ def _malformed(event: Event, path: str | Path) -> CorruptLog:
     return CorruptLog(
         path, f"cannot repair interrupted turn: {event.type} at seq {event.seq} has malformed data"
     )
-
-
-def _read(event: Event, view: type[Any]) -> Any:
-    # Raises msgspec.DecodeError on a missing or mistyped field; TurnTracker records it.
-    return event.decode(view)
 
 
 _TRACKED = frozenset(
@@ -130,29 +122,30 @@ class TurnTracker:
             self._malformed = event
 
     def _apply(self, event: Event) -> None:
+        # Each view decode raises msgspec.DecodeError on a missing or mistyped field.
         kind = event.type
         pending = self._pending
         if kind == vocab.TURN_START:
-            self._open_turn = _read(event, _TurnView).turn
+            self._open_turn = event.decode(_TurnView).turn
         elif kind == vocab.STEP_START:
-            self._open_step = _read(event, _StepView).step
+            self._open_step = event.decode(_StepView).step
         elif kind == vocab.STEP_END:
             self._open_step = None
             pending.clear()
         elif kind == vocab.ASSISTANT_MESSAGE:
-            calls = [b for b in _read(event, _AssistantView).message.content if b.type == "tool-call"]
+            calls = [b for b in event.decode(_AssistantView).message.content if b.type == "tool-call"]
             if calls:
-                step = _read(event, _StepView).step
+                step = event.decode(_StepView).step
                 if not all(isinstance(block.id, str) for block in calls):
                     raise msgspec.ValidationError("tool-call block without a string id")
                 for block in calls:
                     pending.setdefault(block.id, (step, None))
         elif kind == vocab.TOOL_CALL:
-            call_id = _read(event, _CallView).call_id
+            call_id = event.decode(_CallView).call_id
             if call_id in pending:
                 pending[call_id] = (pending[call_id][0], event.seq)
         elif kind == vocab.TOOL_RESULT:
-            pending.pop(_read(event, _ResultView).message.source.call_id, None)
+            pending.pop(event.decode(_ResultView).message.source.call_id, None)
 
     def closers(self) -> tuple[int | None, tuple[Event, ...]]:
         """``(open_turn, closers)`` after the events fed so far; ``(None, ())`` if no turn is
