@@ -204,10 +204,9 @@ class Agent:
         """True until disposal begins."""
         return not self._closing
 
-    def add_idle_callback(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call ``callback()`` each time the status becomes ``idle``; returns the remover."""
+    def add_idle_callback(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` each time the status becomes ``idle`` while the agent is live."""
         self._on_idle.append(callback)
-        return lambda: self._on_idle.remove(callback) if callback in self._on_idle else None
 
     # --- input ----------------------------------------------------------------------------------
 
@@ -279,7 +278,7 @@ class Agent:
         self._on_status("idle")
         self._idle.set()
         if not self._closing:
-            for callback in tuple(self._on_idle):
+            for callback in self._on_idle:
                 callback()
 
     async def when_idle(self) -> None:
