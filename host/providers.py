@@ -16,10 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
 
-import httpx
-
 from host.model import ModelAdapter
-from host.openai import DEFAULT_STREAM_IDLE_TIMEOUT, OpenAIAdapter
+from host.openai import OpenAIAdapter
 from host.scripted import SCRIPT_ENV, ScriptedAdapter, ScriptLine, load_script
 
 SCRIPTED_MODEL = "scripted"
@@ -99,64 +97,38 @@ def missing_model_usage_error(provider: str) -> str:
     return f'--model or TURNLOG_MODEL is required for provider "{provider}"'
 
 
-def script_path(flag: str | PathLike[str] | None, env: Mapping[str, str]) -> str | PathLike[str] | None:
-    """``--script FILE``, else ``TURNLOG_SCRIPT``."""
-    return flag if flag else env.get(SCRIPT_ENV) or None
-
-
 def load_configured_script(
     flag: str | PathLike[str] | None, env: Mapping[str, str]
 ) -> tuple[ScriptLine, ...] | None:
-    """Load and validate the configured script at startup (``ScriptError`` is a usage error)."""
-    path = script_path(flag, env)
-    return None if path is None else load_script(path)
+    """Load and validate the configured script at startup: ``--script FILE``, else
+    ``TURNLOG_SCRIPT``, else none (``ScriptError`` is a usage error)."""
+    path = flag or env.get(SCRIPT_ENV)
+    return load_script(path) if path else None
 
 
-def make_adapter(
-    provider: str,
-    *,
-    env: Mapping[str, str],
-    script: tuple[ScriptLine, ...] | None = None,
-    stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
-    client: httpx.AsyncClient | None = None,
-) -> ModelAdapter:
+def make_adapter(provider: str, *, env: Mapping[str, str], script: tuple[ScriptLine, ...] | None = None) -> ModelAdapter:
     """A new adapter for ``provider``; ``script`` (already loaded) switches scripted to script mode.
     Raises :class:`UnknownProviderError`."""
     config = provider_config(provider, env)
     if config.adapter == "scripted":
         return ScriptedAdapter(script)
     assert config.base_url is not None
-    return OpenAIAdapter(
-        base_url=config.base_url,
-        api_key=config.api_key,
-        provider=provider,
-        stream_idle_timeout=stream_idle_timeout,
-        client=client,
-    )
+    return OpenAIAdapter(base_url=config.base_url, api_key=config.api_key, provider=provider)
 
 
 class ModelAdapters:
     """The process's adapters, one per provider, made on first use, so a script's cursor is shared
     by every session. The scripted adapter is made at construction."""
 
-    def __init__(
-        self,
-        *,
-        env: Mapping[str, str],
-        script: tuple[ScriptLine, ...] | None = None,
-        stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
-    ) -> None:
+    def __init__(self, *, env: Mapping[str, str], script: tuple[ScriptLine, ...] | None = None) -> None:
         self._env = dict(env)
-        self._stream_idle_timeout = stream_idle_timeout
         self._adapters: dict[str, ModelAdapter] = {"scripted": ScriptedAdapter(script)}
 
     def get(self, provider: str) -> ModelAdapter:
         """The provider's adapter; raises :class:`UnknownProviderError`."""
         adapter = self._adapters.get(provider)
         if adapter is None:
-            adapter = self._adapters[provider] = make_adapter(
-                provider, env=self._env, stream_idle_timeout=self._stream_idle_timeout
-            )
+            adapter = self._adapters[provider] = make_adapter(provider, env=self._env)
         return adapter
 
     async def aclose(self) -> None:
