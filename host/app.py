@@ -605,11 +605,6 @@ class Host:
 
     # --- shutdown ---------------------------------------------------------------------------------
 
-    @property
-    def closing(self) -> bool:
-        """True once shutdown (or abandonment) has begun; new requests are refused."""
-        return self._closing
-
     async def shutdown(self) -> ShutdownReport:
         """host.md §4.3.9 steps 3–4 for every live session: ``cancel("disposed",
         keep_inbox=True)``, stop the schedule runtime, flush, close (releasing the lock). Returns
