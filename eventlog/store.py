@@ -36,13 +36,13 @@ from .errors import (
     UnsupportedFormat,
 )
 from .format import (
-    MAX_SAFE_INTEGER,
     Clock,
     Event,
     SessionHeader,
     SystemClock,
     build_event,
     check_session_id,
+    is_safe_int,
 )
 from .reader import LogSnapshot, Repair, iter_events, read_header, read_log, read_log_fd
 from .session import Session
@@ -399,7 +399,7 @@ def describe_repair(repair: Repair) -> str:
 
 
 def _check_at(at: object, parent: str) -> None:
-    if at is not None and not (type(at) is int and 0 <= at <= MAX_SAFE_INTEGER):
+    if at is not None and not (is_safe_int(at) and at >= 0):
         raise ForkError(
             f'fork boundary for session "{parent}" must be a non-negative safe integer, got {at!r}',
             code="INVALID_BOUNDARY",

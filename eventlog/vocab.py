@@ -21,7 +21,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .errors import InvalidEvent
-from .format import MAX_SAFE_INTEGER, Event
+from .format import Event, is_safe_int
 
 __all__ = [
     # type constants
@@ -354,10 +354,6 @@ class _Bad(Exception):
     """An invariant broken; ``str(self)`` is the message fragment (plus detail)."""
 
 
-def _is_count(value: object, minimum: int) -> bool:
-    return type(value) is int and minimum <= value <= MAX_SAFE_INTEGER
-
-
 def _check_source(source: object, context: str) -> None:
     # Strict decode of a known source kind (raises _Bad "invalid source").
     try:
@@ -418,10 +414,11 @@ def _check_message(message: object, expect: Literal["user", "assistant", "tool"]
 
 
 def _check_turn_step(value: dict[str, Any], *, step: bool = True) -> None:
-    if not _is_count(value.get("turn"), 1):
-        raise _Bad(f"turn must be a safe integer >= 1, got {value.get('turn')!r}")
-    if step and not _is_count(value.get("step"), 1):
-        raise _Bad(f"step must be a safe integer >= 1, got {value.get('step')!r}")
+    keys = ("turn", "step") if step else ("turn",)
+    for key in keys:
+        number = value.get(key)
+        if not (is_safe_int(number) and number >= 1):
+            raise _Bad(f"{key} must be a safe integer >= 1, got {number!r}")
 
 
 def _check_request_header(value: dict[str, Any]) -> None:
