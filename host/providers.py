@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
+from typing import TYPE_CHECKING
 
-from host.model import ModelAdapter
-from host.openai import OpenAIAdapter
 from host.scripted import SCRIPT_ENV, ScriptedAdapter, ScriptLine, load_script
+
+if TYPE_CHECKING:
+    from host.openai import OpenAIAdapter
 
 SCRIPTED_MODEL = "scripted"
 MODEL_ENV = "TURNLOG_MODEL"
@@ -106,12 +108,16 @@ def load_configured_script(
     return load_script(path) if path else None
 
 
-def make_adapter(provider: str, *, env: Mapping[str, str], script: tuple[ScriptLine, ...] | None = None) -> ModelAdapter:
+def make_adapter(
+    provider: str, *, env: Mapping[str, str], script: tuple[ScriptLine, ...] | None = None
+) -> ScriptedAdapter | OpenAIAdapter:
     """A new adapter for ``provider``; ``script`` (already loaded) switches scripted to script mode.
     Raises :class:`UnknownProviderError`."""
     config = provider_config(provider, env)
     if config.adapter == "scripted":
         return ScriptedAdapter(script)
+    from host.openai import OpenAIAdapter  # deferred: httpx loads only once a remote provider is used
+
     assert config.base_url is not None
     return OpenAIAdapter(base_url=config.base_url, api_key=config.api_key, provider=provider)
 
@@ -122,9 +128,9 @@ class ModelAdapters:
 
     def __init__(self, *, env: Mapping[str, str], script: tuple[ScriptLine, ...] | None = None) -> None:
         self._env = dict(env)
-        self._adapters: dict[str, ModelAdapter] = {"scripted": ScriptedAdapter(script)}
+        self._adapters: dict[str, ScriptedAdapter | OpenAIAdapter] = {"scripted": ScriptedAdapter(script)}
 
-    def get(self, provider: str) -> ModelAdapter:
+    def get(self, provider: str) -> ScriptedAdapter | OpenAIAdapter:
         """The provider's adapter; raises :class:`UnknownProviderError`."""
         adapter = self._adapters.get(provider)
         if adapter is None:
@@ -134,5 +140,5 @@ class ModelAdapters:
     async def aclose(self) -> None:
         """Close the HTTP clients of the adapters made so far."""
         for adapter in self._adapters.values():
-            if isinstance(adapter, OpenAIAdapter):
+            if not isinstance(adapter, ScriptedAdapter):
                 await adapter.aclose()
