@@ -262,10 +262,6 @@ class Host:
         """The store (for read-only use: ``inspect``, ``list``)."""
         return self._store
 
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
     def _adapter(self, provider: str) -> ModelAdapter:
         """The provider's adapter, or ``unknown-provider``."""
         try:
