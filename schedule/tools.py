@@ -278,11 +278,7 @@ class ScheduleTools:
                 record = self._build(id, checked)
                 data = change_to_dict(Create(version=1, schedule=record))
                 return await self._commit(
-                    "schedule_create",
-                    data,
-                    "create",
-                    id,
-                    lambda: view(record, self._sample("schedule_create")),
+                    "create", id, data, lambda: view(record, self._sample("schedule_create"))
                 )
             except _Answer as answer:
                 return answer.value
@@ -316,9 +312,7 @@ class ScheduleTools:
                 if all(record.id != id for record in folded.active):
                     return {"id": id, "deleted": False, "code": "schedule_not_found"}
                 data = change_to_dict(Delete(version=1, id=id))
-                return await self._commit(
-                    "schedule_delete", data, "delete", id, lambda: {"id": id, "deleted": True}
-                )
+                return await self._commit("delete", id, data, lambda: {"id": id, "deleted": True})
             except _Answer as answer:
                 return answer.value
 
@@ -374,7 +368,7 @@ class ScheduleTools:
             raise _Answer(dict(_INTERNAL)) from exc
 
     async def _commit(
-        self, tool: str, data: dict[str, Any], operation: str, id: str, result: Callable[[], Any]
+        self, operation: str, id: str, data: dict[str, Any], result: Callable[[], Any]
     ) -> Any:
         """Append ``data``, wait for its barrier, notify and return ``result()``.
 
@@ -387,12 +381,12 @@ class ScheduleTools:
             try:
                 self._session.append(CHANGE_TYPE, data)
             except Exception as exc:
-                self._log.warning("schedule: %s append failed: %s", tool, describe(exc))
+                self._log.warning("schedule: schedule_%s append failed: %s", operation, describe(exc))
                 raise _Answer(dict(_INTERNAL)) from exc
             try:
                 await self._session.flush()
             except Exception as exc:
-                self._log.warning("schedule: %s barrier failed: %s", tool, describe(exc))
+                self._log.warning("schedule: schedule_%s barrier failed: %s", operation, describe(exc))
                 raise _Answer(_uncertain(operation, id)) from exc
             self._notify()
             return result()
