@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from .context import MAX_SAFE_INTEGER
 from .errors import ClientZoneError, ReadingInvariantError
 from .hook import EventLike, ZoneCanonicalizer
 from .render import PLUGIN, STEP_ONE_BASELINE, format_timestamp, policy_line
 from .scan import USER_MESSAGE, is_reading, open_turn, position
 from .zones import client_zones
 
-_MAX_SAFE = 2**53 - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 _READING = re.compile(
@@ -111,7 +111,7 @@ def _safe_positive(digits: str) -> int | None:
     if not 0 < len(significant) <= 16:
         return None
     value = int(significant)
-    return value if value <= _MAX_SAFE else None
+    return value if value <= MAX_SAFE_INTEGER else None
 
 
 def _render(value: Any) -> str:
@@ -171,7 +171,7 @@ def _check(
     except (ValueError, OverflowError):
         raise ReadingInvariantError(_TIMESTAMP) from None
     time = event.time
-    if type(time) is not int or abs(time) > _MAX_SAFE or time < instant_ms:
+    if type(time) is not int or abs(time) > MAX_SAFE_INTEGER or time < instant_ms:
         raise ReadingInvariantError(_TIMESTAMP)
     # 9. a unique zone must be the one the clock is shown in
     if len(zones) == 1:
