@@ -1,8 +1,8 @@
 """Replay validator for readings already in a log (spec timecontext.md §13). It never writes.
 
 Each reading is checked against the events before it, in the order of §13; the first failing
-check wins. Every check looks back only to the reading's own turn, so validating a whole log
-costs about one pass per turn, not one per reading.
+check wins. Every check looks back only to the start of the reading's own turn, so a reading
+costs a walk through its turn so far, never a pass over the whole log.
 """
 
 from __future__ import annotations
