@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from eventlog import Event
-from schedule.timezones import canonicalize_time_zone
+from schedule import canonicalize_time_zone
 from timecontext import Enter, PreStep, TimeContext, reading_message, render_reading
 
 B = 1770724800000

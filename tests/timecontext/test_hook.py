@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from schedule.errors import ScheduleInputError
-from schedule.timezones import canonicalize_time_zone as canonicalize
+from schedule import ScheduleInputError, canonicalize_time_zone as canonicalize
 from timecontext import (
     ClientZoneError,
     Enter,

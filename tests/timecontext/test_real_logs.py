@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eventlog import read_log
-from schedule.timezones import canonicalize_time_zone as canonicalize
+from schedule import canonicalize_time_zone as canonicalize
 from timecontext import Enter, PreStep, ReadingReport, TimeContext, validate_readings
 
 from .support import ManualClock

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from schedule.timezones import canonicalize_time_zone as canonicalize
+from schedule import canonicalize_time_zone as canonicalize
 from timecontext import (
     ClientZoneError,
     Enter,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from schedule.timezones import canonicalize_time_zone as canonicalize
+from schedule import canonicalize_time_zone as canonicalize
 from timecontext import (
     ZONE_SHAPE,
     ClientZoneError,
