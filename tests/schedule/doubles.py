@@ -210,7 +210,6 @@ class FakeAgent:
         self.followup_error: Exception | None = None
         self.maintenance_error: Exception | None = None
         self.when_idle_error: Exception | None = None
-        self.claims = 0
         self.busy_refusals = 0
         self._changed = trio.Event()
 
@@ -231,7 +230,6 @@ class FakeAgent:
             self.busy_refusals += 1
             self.journal.append("busy")
             raise AgentBusy(f"agent is {self.phase}")
-        self.claims += 1
         self._set_phase("maintenance")
         self.journal.append("claim")
         try:
