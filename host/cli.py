@@ -2,8 +2,9 @@
 ``serve`` and the log commands ``ls``, ``inspect``, ``validate``, ``tail`` and ``fork``
 (eventlog.md §10).
 
-This module only picks the command; :mod:`host.commands` runs it and is imported only then, so
-``turnlog --help`` and ``turnlog --version`` start without loading the packages.
+This module only picks the command; :mod:`host.logcommands` or :mod:`host.commands` runs it and
+is imported only then, so ``turnlog --help`` and ``turnlog --version`` start without loading the
+packages, and a log command without loading the agent runtime.
 
 Errors are one line on stderr, ``turnlog: <what was wrong and what to do>``. Exit codes: 0
 success, 1 runtime failure, 2 usage error, 130 after SIGINT. ``turnlog --profile NAME …``
@@ -98,11 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == VERSION:
             sys.stdout.write(f"turnlog {package_version()}\n")
             return 0
-        from host import commands  # deferred: the packages load only for a command
-
+        # Deferred: the packages load only for a command, and the agent runtime only for its own.
         if command in LOG_COMMANDS:
-            return commands.run_log_command(command, rest, os.environ)
-        return commands.run_host_command(command, rest, os.environ)
+            from host.logcommands import run_log_command
+
+            return run_log_command(command, rest, os.environ)
+        from host.commands import run_host_command
+
+        return run_host_command(command, rest, os.environ)
     except UsageError as exc:
         _error(str(exc))
         return 2

@@ -1,11 +1,10 @@
-"""The commands behind ``turnlog`` (host.md §7): the flags, start-up checks and runners of
-``demo``, ``chat`` and ``serve``, and the log commands of eventlog.md §10 mounted with the host's
-root rules (§5.1) and the packages' ``validate`` checks.
+"""The commands behind ``turnlog demo``, ``chat`` and ``serve`` (host.md §7): their flags,
+start-up checks and runners. The log commands are :mod:`host.logcommands`.
 
-:mod:`host.cli` imports this module only once a command is chosen, so ``turnlog --help`` and
-``--version`` start without loading the packages. Start-up problems raise
-:class:`~host.cli.UsageError` (exit 2) or :class:`~host.cli.StartupError` (exit 1) before any
-output.
+:mod:`host.cli` imports this module only once one of these commands is chosen, so ``turnlog
+--help``, ``--version`` and the log commands start without loading the agent runtime. Start-up
+problems raise :class:`~host.cli.UsageError` (exit 2) or :class:`~host.cli.StartupError` (exit 1)
+before any output.
 """
 
 from __future__ import annotations
@@ -22,10 +21,9 @@ from typing import NoReturn
 
 import trio
 
-import eventlog.cli
 import schedule
 import timecontext
-from eventlog import LogSnapshot, SystemClock
+from eventlog import SystemClock
 from host.agent import DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT
 from host.app import HostConfig, open_host
 from host.boundary import resolve_root
@@ -53,27 +51,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message}; see {self.prog} --help")
-
-
-# --- the packages' checks for `validate` ---------------------------------------------------------
-
-
-def schedule_check(snapshot: LogSnapshot) -> list[str]:
-    """schedule's fold of the session's own ``schedule/change`` events (from ``seedLength``)."""
-    try:
-        schedule.fold(snapshot.events, snapshot.header.seed_length or 0)
-    except schedule.ScheduleLogError as exc:
-        return [str(exc)]
-    return []
-
-
-def readings_check(snapshot: LogSnapshot) -> list[str]:
-    """timecontext's replay validator over the log's time readings."""
-    report = timecontext.validate_readings(snapshot.events, schedule.canonicalize_time_zone)
-    return [violation.message for violation in report.violations]
-
-
-CHECKS: tuple[eventlog.cli.Check, ...] = (schedule_check, readings_check)
 
 
 # --- argument parsing ----------------------------------------------------------------------------
@@ -358,11 +335,6 @@ _HOST_RUNNERS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]]
     "chat": _chat,
     "serve": _serve,
 }
-
-
-def run_log_command(command: str, argv: Sequence[str], environ: Mapping[str, str]) -> int:
-    """``turnlog <log command> ARGS``: eventlog's command with the host's default root (§7.4)."""
-    return eventlog.cli.main([command, *argv], checks=CHECKS, root=host_root(None, environ), prog="turnlog")
 
 
 def run_host_command(command: str, argv: Sequence[str], environ: Mapping[str, str]) -> int:
