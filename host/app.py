@@ -29,7 +29,7 @@ import trio
 import schedule
 from eventlog import Clock, Event, PersistenceError, Session, SessionStore, SystemClock
 from host.agent import DEFAULT_MAX_RETRIES, DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, Agent, AgentClosed, Route, Status
-from host.boundary import (  # the boundary names are also importable from here, as front doors do
+from host.boundary import (  # HostError and the boundary rules are importable from here too
     SESSION_ID_RULE,
     HostError,
     as_host_error,
@@ -38,6 +38,7 @@ from host.boundary import (  # the boundary names are also importable from here,
     history_page,
     list_result,
     resolve_root,
+    shutting_down,
 )
 from host.history import replay_inbox
 from host.model import ModelAdapter
@@ -336,7 +337,7 @@ class Host:
 
     def _check_open(self) -> None:
         if self._closing:
-            raise HostError("shutting-down", "SDK server is shutting down")
+            raise shutting_down()
 
     def _line(self, session_id: str) -> trio.StrictFIFOLock:
         line = self._lines.get(session_id)

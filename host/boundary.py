@@ -48,6 +48,11 @@ class HostError(Exception):
         self.data = data
 
 
+def shutting_down() -> HostError:
+    """The refusal of every request but ``shutdown`` once shutdown has begun (host.md §4.2)."""
+    return HostError("shutting-down", "SDK server is shutting down")
+
+
 _STORE_CODES: tuple[tuple[type[Exception], str], ...] = (
     (SessionNotFound, "session-not-found"),
     (SessionBusy, "session-busy"),
@@ -72,7 +77,7 @@ def as_host_error(exc: BaseException, session_id: str, what: str) -> BaseExcepti
     if isinstance(exc, PersistenceError):
         return HostError("persistence-failed", f"{what}: {exc}", sessionId=session_id)
     if isinstance(exc, AgentClosed):
-        return HostError("shutting-down", "SDK server is shutting down")
+        return shutting_down()
     return exc
 
 
