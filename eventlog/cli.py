@@ -137,33 +137,6 @@ def header_json(path: Path, header: SessionHeader) -> msgspec.Raw:
     return msgspec.Raw(header.to_json())
 
 
-def event_json(event: Event) -> msgspec.Raw:
-    """An event as its canonical record (§3.3)."""
-    return msgspec.Raw(event.to_json())
-
-
-def repair_json(repair: Repair | None) -> dict[str, Any] | None:
-    """The ``repair`` member of ``inspect --json`` (§10.2), keys in contract order."""
-    if repair is None:
-        return None
-    defect = repair.defect
-    return {
-        "truncateTo": repair.truncate_to,
-        "droppedBytes": repair.dropped_bytes,
-        "droppedRecords": repair.dropped_records,
-        "defect": None
-        if defect is None
-        else {
-            "line": defect.line,
-            "offset": defect.offset,
-            "reason": defect.reason,
-            "detail": defect.detail,
-        },
-        "openTurn": repair.open_turn,
-        "closers": [event_json(event) for event in repair.closers],
-    }
-
-
 def inspect_json(snapshot: LogSnapshot, events: Iterable[Event]) -> Iterator[bytes]:
     """The ``inspect --json`` document (§10.2) in pieces, the events one record at a time, so
     a large log is never encoded twice in memory. The pieces end with an LF."""
@@ -183,7 +156,7 @@ def inspect_json(snapshot: LogSnapshot, events: Iterable[Event]) -> Iterator[byt
         {
             "fileBytes": snapshot.file_bytes,
             "committedBytes": snapshot.committed_bytes,
-            "repair": repair_json(snapshot.repair),
+            "repair": snapshot.repair,  # Repair encodes with the §10.2 keys, in order
         }
     )
     yield b"]," + rest[1:] + b"\n"
