@@ -302,6 +302,7 @@ def print_startup(runs: int) -> None:
         cases = [
             ("baseline: python -c pass", [python, "-c", "pass"], b""),
             ("baseline: python -c 'import eventlog.cli'", [python, "-c", "import eventlog.cli"], b""),
+            ("baseline: python -c 'import host.logcommands'", [python, "-c", "import host.logcommands"], b""),
             ("baseline: python -c 'import host.commands'", [python, "-c", "import host.commands"], b""),
             ("turnlog --version", [turnlog, "--version"], b""),
             ("turnlog --help", [turnlog, "--help"], b""),
