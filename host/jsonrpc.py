@@ -299,10 +299,6 @@ def _invalid(method: str, field: str, requirement: str) -> HostError:
     return HostError("invalid-params", f"{method} {field} {requirement}", field=field)
 
 
-def _is_safe_int(value: object) -> bool:
-    return type(value) is int and abs(value) <= MAX_SAFE
-
-
 def session_id_param(method: str, params: Mapping[str, Any], key: str = "sessionId") -> str:
     """``params[key]`` if it matches the id rule, else ``invalid-session-id`` naming the method."""
     value = params.get(key)
@@ -338,9 +334,7 @@ def initialize_params(params: Mapping[str, Any]) -> InitializeParams:
         raise _invalid(method, "cwd", "must not contain NUL characters")
     provider = _optional_string(method, params, "provider", non_empty=True)
     model = _optional_string(method, params, "model", non_empty=True)
-    max_tokens = params.get("maxTokens")
-    if "maxTokens" in params and not (_is_safe_int(max_tokens) and max_tokens > 0):
-        raise _invalid(method, "maxTokens", "must be a positive safe integer")
+    max_tokens = _optional_int(method, params, "maxTokens", None, 1, MAX_SAFE, "must be a positive safe integer")
     effort = _optional_string(method, params, "reasoningEffort", non_empty=True)
     deltas = params.get("streamDeltas")
     if "streamDeltas" in params and not isinstance(deltas, bool):
