@@ -24,7 +24,7 @@ import schedule
 from eventlog import Event, EventLogError, read_log
 from host.app import EventAppended, HostConfig, Notification, StatusChanged, open_host, sole_exception
 from host.boundary import HostError
-from host.chat import PROMPT, admit_text, reminder_notice, reminders_inserted, transcript_lines
+from host.chat import PROMPT, admit_text, reminder_notice, reminders_inserted, text_of, transcript_lines
 from host.scripted import ScriptedAdapter
 
 FIRST_TURN_TIMEOUT_S = 30.0
@@ -153,7 +153,7 @@ async def run_demo(
             "dispatches": verdict.dispatches,
             "ok": True,
         }
-        out.write(json.dumps(result, separators=(",", ":"), ensure_ascii=False) + "\n")
+        out.write(schedule.compact_json(result) + "\n")
         return 0
     say(f"restarted: {replayed} events replayed, 0 active reminders, 1 dispatch (no second dispatch)")
     say()
@@ -231,7 +231,7 @@ def _check_created(turn: list[Event]) -> None:
         if event.type == "tool/result":
             message = event.value()["message"]
             block = message["content"][0]
-            text = "".join(b.get("text", "") for b in block.get("content", ()))
+            text = text_of(block.get("content", ()))
             if block.get("isError"):
                 raise DemoCheckFailed(f"schedule_create failed: {text}")
             try:
