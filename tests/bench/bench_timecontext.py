@@ -7,7 +7,7 @@ as in a log read from disk). Each scenario prints p50/p99 per call next to basel
 the same run: a bare scan of every event (``.type`` only), a scan that decodes every
 ``user/message``, and a bare backward scan to the open turn's ``turn/start``.
 
-Target (issue 4): a reading costs about a scan back to the open turn, never a full-log scan,
+Target: a reading costs about a scan back to the open turn, never a full-log scan,
 except the interval gate's walk to the latest reading, which stops at the first reading it meets
 (a log with no reading at all is the documented worst case).
 """
@@ -90,14 +90,15 @@ def build_session(target: int, *, with_readings: bool = True) -> list[Event]:
     return events
 
 
-def open_new_turn(events: list[Event], turns_in_it: int = 0) -> int:
-    """Append ``turn/start`` of the next turn (and ``turns_in_it`` extra steps); return its number."""
+def open_new_turn(events: list[Event], steps: int = 0) -> int:
+    """Open the next turn (``turn/start``, step 1's ``step/start`` and the prompt), then complete
+    ``steps`` steps, each with a reading; return the turn's number."""
     turn = sum(1 for e in events if e.type == "turn/start") + 1
     now = events[-1].time + 1000
     _event(events, "turn/start", now, {"turn": turn})
     _event(events, "step/start", now, {"turn": turn, "step": 1})
     _event(events, "user/message", now, {"id": "u", **_prompt("r", "Europe/Berlin")})
-    for step in range(1, turns_in_it + 1):
+    for step in range(1, steps + 1):
         if step > 1:
             _event(events, "step/start", now, {"turn": turn, "step": step})
         _event(events, "user/message", now, {"id": f"t{step}", **_reading(turn, step, now, None)})
@@ -152,9 +153,9 @@ def main() -> None:
     turn1 = open_new_turn(step1)
     del step1[-2:]  # keep only turn/start: at step 1 the prompt is still in the batch
     step2 = list(base)
-    turn2 = open_new_turn(step2, turns_in_it=1)
+    turn2 = open_new_turn(step2, steps=1)
     long_turn = list(base)
-    turn_long = open_new_turn(long_turn, turns_in_it=250)
+    turn_long = open_new_turn(long_turn, steps=250)
     no_readings = build_session(args.events, with_readings=False)
     turn_bare = open_new_turn(no_readings)
     del no_readings[-2:]
