@@ -128,8 +128,8 @@ class Agent:
     Construct it over an open eventlog ``Session`` (a resumed one included), then run
     :meth:`run` in the session's nursery. Input enters through :meth:`followup` and :meth:`steer`,
     which append their receipt before returning; :meth:`cancel` aborts the active turn;
-    :meth:`aclose` disposes of the agent. ``route``, ``adapter_for`` and ``system`` are read at
-    every request, so a new route (``initialize``) takes effect at the next step.
+    :meth:`aclose` disposes of the agent. ``route()`` and ``adapter_for()`` are called at every
+    request, so a new route (``initialize``) takes effect at the next step; ``system`` is fixed.
 
     Callbacks: ``on_status(status)`` on each public status flip, ``on_delta(turn, step, chunk)``
     for every streamed chunk, and every ``on_idle`` callback (see :meth:`add_idle_callback`) each
