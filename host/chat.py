@@ -108,11 +108,6 @@ def is_reminder(message: Mapping[str, Any]) -> bool:
     return message.get("source") == SCHEDULE_SOURCE
 
 
-def is_reading(message: Mapping[str, Any]) -> bool:
-    source = message.get("source") or {}
-    return source.get("kind") == "plugin" and source.get("plugin") == "time-context"
-
-
 def reminders_inserted(event: Event) -> list[Mapping[str, Any]]:
     """The schedule follow-ups a splice inserts (empty for any other event)."""
     if event.type != "agent/inbox/spliced":
@@ -128,7 +123,7 @@ def transcript_lines(event: Event) -> list[str]:
     if event.type == "user/message":
         if is_reminder(data):
             return [reminder_notice(data)]
-        if is_reading(data) or (data.get("source") or {}).get("kind") != "user":
+        if (data.get("source") or {}).get("kind") != "user":  # time readings, among others
             return []
         return [PROMPT + text_of(data.get("content") or ())]
     if event.type == "assistant/message":
