@@ -15,7 +15,6 @@ import datetime
 import email.utils
 import json
 import re
-import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import httpx
 import trio
 
+from eventlog import SystemClock
 from host.model import (
     EMPTY_RESPONSE_MESSAGE,
     Chunk,
@@ -40,10 +40,6 @@ DEFAULT_CONNECT_TIMEOUT = 30.0
 ERROR_BODY_LIMIT = 64 * 1024
 _DRAIN_SECONDS = 0.5
 _MAX_SAFE = 2**53 - 1
-
-
-def _wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 # --- request --------------------------------------------------------------------------------
@@ -466,7 +462,7 @@ class OpenAIAdapter:
         stream_idle_timeout: float = DEFAULT_STREAM_IDLE_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         client: httpx.AsyncClient | None = None,
-        now_ms: Callable[[], int] = _wall_ms,
+        now_ms: Callable[[], int] = SystemClock().now_ms,
     ) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
