@@ -431,12 +431,11 @@ async def serve_stdio(
     host: Host,
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    stdin_fd: int = 0,
     stdout_fd: int = 1,
     diagnostic: Callable[[str], None] | None = None,
 ) -> int:
-    """Serve ``host`` on the process's stdin and stdout until shutdown and return the exit code.
-    SIGTERM shuts down with 0, SIGINT with 130 (§4.3.9).
+    """Serve ``host`` on the process's stdin and ``stdout_fd`` until shutdown and return the exit
+    code. SIGTERM shuts down with 0, SIGINT with 130 (§4.3.9).
 
     Once the code is decided, SIGTERM and SIGINT are ignored for the rest of the process: a
     client may signal right after the shutdown reply, and a later trigger changes nothing.
@@ -453,6 +452,6 @@ async def serve_stdio(
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch)
-            code = await server.run(FdReceiveStream(stdin_fd), FdSendStream(stdout_fd))
+            code = await server.run(FdReceiveStream(0), FdSendStream(stdout_fd))
             nursery.cancel_scope.cancel()
     return code
