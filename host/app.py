@@ -530,7 +530,9 @@ class Host:
                 if mode == "steer":
                     return live.agent.steer(blocks, source)
                 return live.agent.followup(blocks, source)
-            except (PersistenceError, AgentClosed) as exc:
+            except AgentClosed as exc:
+                raise shutting_down() from exc
+            except PersistenceError as exc:
                 raise as_host_error(exc, session_id, f'cannot admit a prompt to session "{session_id}"') from exc
 
         return await self._with_live(session_id, enqueue, task_status=task_status)

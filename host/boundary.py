@@ -30,7 +30,6 @@ from eventlog import (
     UnsupportedFormat,
 )
 from eventlog.format import check_session_id as _check_eventlog_id
-from host.agent import AgentClosed
 from host.history import InboxReplayError
 
 SESSION_ID_RULE = "[A-Za-z0-9][A-Za-z0-9._-]{0,127}"  # eventlog.md §4.2, as the refusals quote it
@@ -76,8 +75,6 @@ def as_host_error(exc: BaseException, session_id: str, what: str) -> BaseExcepti
         return HostError("invalid-session-id", f"sessionId must match {SESSION_ID_RULE}", value=exc.value)
     if isinstance(exc, PersistenceError):
         return HostError("persistence-failed", f"{what}: {exc}", sessionId=session_id)
-    if isinstance(exc, AgentClosed):
-        return shutting_down()
     return exc
 
 
