@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from host.app import ChildCreated, Delta, EventAppended, Notification, StatusChanged
-from host.boundary import SESSION_ID_RULE, HostError
+from host.boundary import SESSION_ID_RULE, HostError, check_session_id
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 ID_PROBE_BYTES = 1024  # how much of an over-long line is searched for its "id"
@@ -28,7 +28,6 @@ SERVER_INFO = {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"}
 MAX_SAFE = 2**53 - 1
 HISTORY_LIMIT_MAX = 10_000
 
-_SESSION_ID = re.compile(SESSION_ID_RULE)
 _MAX_FLOAT_INT = int(sys.float_info.max)
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _OVERLONG_ID = re.compile(
@@ -300,11 +299,13 @@ def _invalid(method: str, field: str, requirement: str) -> HostError:
 
 
 def session_id_param(method: str, params: Mapping[str, Any], key: str = "sessionId") -> str:
-    """``params[key]`` if it matches the id rule, else ``invalid-session-id`` naming the method."""
+    """``params[key]`` if it matches the id rule (:func:`~host.boundary.check_session_id`), else
+    ``invalid-session-id`` naming the method and the field."""
     value = params.get(key)
-    if not isinstance(value, str) or _SESSION_ID.fullmatch(value) is None:
-        raise HostError("invalid-session-id", f"{method} {key} must match {SESSION_ID_RULE}", value=value)
-    return value
+    try:
+        return check_session_id(value)
+    except HostError:  # the same refusal, with the message naming the method and field
+        raise HostError("invalid-session-id", f"{method} {key} must match {SESSION_ID_RULE}", value=value) from None
 
 
 def _optional_string(method: str, params: Mapping[str, Any], key: str, *, non_empty: bool) -> str | None:
