@@ -26,9 +26,8 @@ from typing import Any
 import pytest
 
 from tests.host.process_support import TURNLOG, UUID4, VERSION, clean_env
-from tests.host.rpc_support import prompt, request
+from tests.host.rpc_support import HANG_GUARD_S, events_of, prompt, request
 
-HANG_GUARD_S = 20.0  # guards against a hang only; never an assertion about speed
 EXIT_GUARD_S = 5.0  # "exit within about 0.5 s", with a wide margin for a loaded machine
 DEFAULT_SYSTEM = (
     "You are a helpful assistant. You can create, list and delete reminders with the schedule tools. "
@@ -58,10 +57,6 @@ def status(session_id: str, value: str) -> dict[str, Any]:
 
 def is_event(frame: dict[str, Any], session_id: str | None = None) -> bool:
     return frame.get("method") == "session.event" and session_id in (None, frame["params"]["sessionId"])
-
-
-def events_of(frames: list[dict[str, Any]], session_id: str | None = None) -> list[dict[str, Any]]:
-    return [f["params"]["event"] for f in frames if is_event(f, session_id)]
 
 
 def read_or_empty(path: Path) -> bytes:
