@@ -7,7 +7,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import trio
 
 from eventlog import SessionStore, read_log
 from host.cli import main
+from tests.host.process_support import TURNLOG
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT_VARS = ("TURNLOG_HOME", "DSH_SESSION_ROOT", "XDG_DATA_HOME")
@@ -25,10 +25,9 @@ DEMO_ID = r"demo-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}"
 
 def turnlog(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = b"") -> subprocess.CompletedProcess[str]:
     """The installed console script, as a user runs it."""
-    script = Path(sys.executable).with_name("turnlog")
     base = {k: v for k, v in os.environ.items() if k not in ROOT_VARS and k != "TZ"}
     return subprocess.run(
-        [str(script), *args], input=stdin, capture_output=True, env={**base, **(env or {})}, timeout=120
+        [str(TURNLOG), *args], input=stdin, capture_output=True, env={**base, **(env or {})}, timeout=120
     )
 
 
