@@ -26,7 +26,6 @@ from typing import Any
 import httpx
 import pytest
 import trio
-import trio.testing
 
 import eventlog.fileio
 from eventlog import read_log
@@ -62,12 +61,6 @@ DEFAULT_SYSTEM = (
 )
 SCRIPTED_SOURCE = {"kind": "model", "provider": "scripted", "model": "scripted"}
 SCHEDULE_SOURCE = {"kind": "plugin", "plugin": "schedule"}
-
-
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    """Virtual time (pytest-trio runs the test on a Clock fixture)."""
-    return trio.testing.MockClock(autojump_threshold=0)
 
 
 # --- exact comparison with placeholders -----------------------------------------------------------
@@ -243,7 +236,7 @@ SLOW = {"text": "a slow answer that streams in pieces", "delayMs": 1000}
 # === §3.11 event sequences =========================================================================
 
 
-async def test_3_11_plain_text_turn(tmp_path, clock) -> None:
+async def test_3_11_plain_text_turn(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         message_id = await h.prompt("main", "hi", rpc_id="r-1")
@@ -271,7 +264,7 @@ async def test_3_11_plain_text_turn(tmp_path, clock) -> None:
     assert seen == ["agent/inbox/spliced", "status:running", *types(actual[1:]), "status:idle"]
 
 
-async def test_3_11_tool_call_turn_then_reminder_follow_up(tmp_path, clock, monkeypatch) -> None:
+async def test_3_11_tool_call_turn_then_reminder_follow_up(tmp_path, autojump_clock, monkeypatch) -> None:
     monkeypatch.setenv("TZ", "Europe/Berlin")  # the process zone; no --time-zone
     rpc_id = "b0e2c6d4-1f3a-4b5c-8d7e-9f0a1b2c3d4e"
     async with open_harness(tmp_path, time_context=True) as h:
@@ -458,7 +451,7 @@ async def test_3_11_endpoint_503_then_success_retries_in_the_same_step(tmp_path)
     assert len(of_type(events, "turn/start")) == 1
 
 
-async def test_backoff_formula_on_trios_clock(tmp_path, clock) -> None:
+async def test_backoff_formula_on_trios_clock(tmp_path, autojump_clock) -> None:
     """d = round(min(10000, 500·2^(n−1)) × u); the sleep between llm/retry and llm/retry-started is d."""
     us = [1.1, 0.9, 1.0, 1.05, 0.95, 1.1]
     draws: list[tuple[float, float]] = []
@@ -485,7 +478,7 @@ async def test_backoff_formula_on_trios_clock(tmp_path, clock) -> None:
     assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
 
 
-async def test_provider_retry_after_replaces_the_delay_up_to_10000_ms(tmp_path, clock) -> None:
+async def test_provider_retry_after_replaces_the_delay_up_to_10000_ms(tmp_path, autojump_clock) -> None:
     draws: list[Any] = []
 
     def uniform(a: float, b: float) -> float:
@@ -505,7 +498,7 @@ async def test_provider_retry_after_replaces_the_delay_up_to_10000_ms(tmp_path, 
                                      "providerRetryAfterMs": 10000}  # fmt: skip
 
 
-async def test_the_harness_jitter_repeats_from_run_to_run(tmp_path, clock) -> None:
+async def test_the_harness_jitter_repeats_from_run_to_run(tmp_path, autojump_clock) -> None:
     err = {"error": {"message": "busy", "code": "SERVER", "status": 500}}
     delays = []
     for run in ("a", "b"):
@@ -519,14 +512,14 @@ async def test_the_harness_jitter_repeats_from_run_to_run(tmp_path, clock) -> No
     [("RATE_LIMIT", True), ("SERVER", True), ("TIMEOUT", True), ("TRANSPORT", True), ("EMPTY_RESPONSE", True),
      ("AUTH", False), ("QUOTA", False), ("INVALID_REQUEST", False), ("STREAM_CLOSED", False), ("HTTP_404", False)],
 )  # fmt: skip
-async def test_retry_classification_is_by_code(tmp_path, clock, code: str, retryable: bool) -> None:
+async def test_retry_classification_is_by_code(tmp_path, autojump_clock, code: str, retryable: bool) -> None:
     events = await run_prompts(tmp_path, "hi", adapters=script({"error": {"message": "m", "code": code}}, {"text": "ok"}))
     assert len(of_type(events, "llm/retry")) == (1 if retryable else 0)
     reason = events[-1]["data"]["reason"]
     assert reason == ({"kind": "completed"} if retryable else {"kind": "error", "error": {"message": "m", "code": code}})
 
 
-async def test_an_empty_completed_response_is_retried_as_empty_response(tmp_path, clock) -> None:
+async def test_an_empty_completed_response_is_retried_as_empty_response(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script({}, {"text": "ok"})) as h:
         await h.start()
         await h.prompt("main", "hi")
@@ -555,7 +548,7 @@ class Broken:
     [(True, "model adapter failed: ConnectionError: socket gone"),
      (False, None)],
 )  # fmt: skip
-async def test_an_adapter_that_raises_or_stops_early_is_adapter_error(tmp_path, clock, raises, message) -> None:
+async def test_an_adapter_that_raises_or_stops_early_is_adapter_error(tmp_path, autojump_clock, raises, message) -> None:
     adapter = Broken(raises)
     events = await run_prompts(tmp_path, "hi", adapters=lambda: {"scripted": adapter})
     error = events[-1]["data"]["reason"]["error"]
@@ -567,7 +560,7 @@ async def test_an_adapter_that_raises_or_stops_early_is_adapter_error(tmp_path, 
     assert types(events)[-2:] == ["step/end", "turn/end"]
 
 
-async def test_assembly_ids_names_and_malformed_calls(tmp_path, clock) -> None:
+async def test_assembly_ids_names_and_malformed_calls(tmp_path, autojump_clock) -> None:
     """§6.2: a call takes its first non-empty id (else call-<turn>-<step>-<index>) and name, and
     concatenates its arguments; a call without a name is MALFORMED_RESPONSE."""
     chunks = [
@@ -613,7 +606,7 @@ async def test_assembly_ids_names_and_malformed_calls(tmp_path, clock) -> None:
 # === §3.9 cancellation ============================================================================
 
 
-async def test_3_11_user_cancel_while_turn_3_streams_with_one_prompt_queued(tmp_path, clock) -> None:
+async def test_3_11_user_cancel_while_turn_3_streams_with_one_prompt_queued(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script({"text": "one"}, {"text": "two"}, SLOW)) as h:
         await h.start()
         for prompt in ("a", "b"):
@@ -636,7 +629,7 @@ async def test_3_11_user_cancel_while_turn_3_streams_with_one_prompt_queued(tmp_
     assert seen == ["agent/inbox/spliced", "step/end", "turn/end", "status:idle"]
 
 
-async def test_shutdown_during_a_turn_writes_disposed_without_a_splice(tmp_path, clock) -> None:
+async def test_shutdown_during_a_turn_writes_disposed_without_a_splice(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW)) as h:
         await h.start()
         await prompt_streaming(h, "first")
@@ -650,7 +643,7 @@ async def test_shutdown_during_a_turn_writes_disposed_without_a_splice(tmp_path,
     ], before))  # fmt: skip
 
 
-async def test_cancel_during_the_retry_sleep_aborts_the_turn(tmp_path, clock) -> None:
+async def test_cancel_during_the_retry_sleep_aborts_the_turn(tmp_path, autojump_clock) -> None:
     err = {"error": {"message": "busy", "code": "SERVER", "status": 503}}
     async with open_harness(tmp_path, adapters=script(err, {"text": "never"})) as h:
         await h.start()
@@ -664,7 +657,7 @@ async def test_cancel_during_the_retry_sleep_aborts_the_turn(tmp_path, clock) ->
     assert events[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
 
 
-async def test_cancel_clears_next_step_then_next_turn_and_writes_no_empty_splice(tmp_path, clock) -> None:
+async def test_cancel_clears_next_step_then_next_turn_and_writes_no_empty_splice(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW)) as h:
         await h.start()
         await prompt_streaming(h, "first")
@@ -685,7 +678,7 @@ async def test_cancel_clears_next_step_then_next_turn_and_writes_no_empty_splice
 # === §3.2 the inbox ===============================================================================
 
 
-async def test_receipts_record_the_queue_length_before_and_the_target(tmp_path, clock) -> None:
+async def test_receipts_record_the_queue_length_before_and_the_target(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "2"}, {"text": "3"}, {"text": "4"})) as h:
         await h.start()
         started = streaming(h)
@@ -706,7 +699,7 @@ async def test_receipts_record_the_queue_length_before_and_the_target(tmp_path, 
     ]]  # fmt: skip
 
 
-async def test_a_turn_boundary_claims_all_steering_then_one_prompt(tmp_path, clock) -> None:
+async def test_a_turn_boundary_claims_all_steering_then_one_prompt(tmp_path, autojump_clock) -> None:
     """Pending steering stays queued after a failed turn; the next boundary claims it first."""
     failing = {"text": "partial", "delayMs": 1000, "error": {"message": "bad", "code": "INVALID_REQUEST"}}
     async with open_harness(tmp_path, adapters=script(failing, {"text": "two"}, {"text": "three"})) as h:
@@ -729,7 +722,7 @@ async def test_a_turn_boundary_claims_all_steering_then_one_prompt(tmp_path, clo
     assert [m["data"]["content"][0]["text"] for m in of_type(turn3, "user/message")] == ["B"]
 
 
-async def test_between_steps_only_steering_is_claimed(tmp_path, clock) -> None:
+async def test_between_steps_only_steering_is_claimed(tmp_path, autojump_clock) -> None:
     slow_call = {"toolCalls": [{"name": "schedule_list", "arguments": {}}], "delayMs": 1000}
     async with open_harness(tmp_path, adapters=script(slow_call, {"text": "two"}, {"text": "three"})) as h:
         await h.start()
@@ -744,7 +737,7 @@ async def test_between_steps_only_steering_is_claimed(tmp_path, clock) -> None:
     assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == [1, 2]
 
 
-async def test_steering_an_idle_agent_opens_a_turn_that_claims_next_step(tmp_path, clock) -> None:
+async def test_steering_an_idle_agent_opens_a_turn_that_claims_next_step(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         message_id = await h.prompt("main", "hi", mode="steer", rpc_id="s")
@@ -758,7 +751,7 @@ async def test_steering_an_idle_agent_opens_a_turn_that_claims_next_step(tmp_pat
 # === §3.1 / §3.10 phases, status and the agent port ===============================================
 
 
-async def test_status_flips_once_per_activity_and_never_for_maintenance(tmp_path, clock) -> None:
+async def test_status_flips_once_per_activity_and_never_for_maintenance(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         live = await h.host.session("main")
@@ -782,7 +775,7 @@ async def test_status_flips_once_per_activity_and_never_for_maintenance(tmp_path
     assert idle_seen == [2]  # when_idle never returns between back-to-back turns
 
 
-async def test_run_maintenance_rules(tmp_path, clock) -> None:
+async def test_run_maintenance_rules(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW)) as h:
         await h.start()
         live = await h.host.session("main")
@@ -822,7 +815,7 @@ async def test_run_maintenance_rules(tmp_path, clock) -> None:
     assert len(of_type(events, "agent/inbox/spliced")) == 2  # receipt, claim: nothing after the stop
 
 
-async def test_a_release_without_input_does_not_wake(tmp_path, clock) -> None:
+async def test_a_release_without_input_does_not_wake(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         live = await h.host.session("main")
@@ -830,7 +823,7 @@ async def test_a_release_without_input_does_not_wake(tmp_path, clock) -> None:
         assert live.agent.phase == "idle" and trace(h) == []
 
 
-async def test_a_reminder_due_during_a_turn_waits_for_idle(tmp_path, clock) -> None:
+async def test_a_reminder_due_during_a_turn_waits_for_idle(tmp_path, autojump_clock) -> None:
     slow_reply = {"text": "long", "delayMs": 3000}
     create = {"toolCalls": [{"name": "schedule_create", "arguments": {"prompt": "tea", "after_seconds": 1}}]}
     adapters = script(create, {"text": "set"}, slow_reply, {"text": "Reminder: tea"})
@@ -850,7 +843,7 @@ async def test_a_reminder_due_during_a_turn_waits_for_idle(tmp_path, clock) -> N
 # === §3.5 request/header ============================================================================
 
 
-async def test_request_header_initial_change_and_unchanged(tmp_path, clock) -> None:
+async def test_request_header_initial_change_and_unchanged(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "list reminders")  # two steps: one header
@@ -879,7 +872,7 @@ async def test_request_header_initial_change_and_unchanged(tmp_path, clock) -> N
 
 
 @pytest.mark.parametrize("system", ["", None])
-async def test_an_empty_system_prompt_is_omitted(tmp_path, clock, system) -> None:
+async def test_an_empty_system_prompt_is_omitted(tmp_path, autojump_clock, system) -> None:
     async with open_harness(tmp_path, system=system) as h:
         await h.start()
         await h.prompt("main", "hi")
@@ -888,7 +881,7 @@ async def test_an_empty_system_prompt_is_omitted(tmp_path, clock, system) -> Non
     assert dumps(header) == dumps(header_data("initial", system=None))
 
 
-async def test_system_text_replaces_the_default(tmp_path, clock) -> None:
+async def test_system_text_replaces_the_default(tmp_path, autojump_clock) -> None:
     recorder = Recorder()
     async with open_harness(tmp_path, adapters=recorder.factory(), system="Be brief.") as h:
         await h.start()
@@ -898,7 +891,7 @@ async def test_system_text_replaces_the_default(tmp_path, clock) -> None:
     assert header["header"]["system"] == "Be brief." and recorder.requests[0].system == "Be brief."
 
 
-async def test_resume_and_fork_child_headers_are_resume(tmp_path, clock) -> None:
+async def test_resume_and_fork_child_headers_are_resume(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "hi")
@@ -967,7 +960,7 @@ async def run_tools(tmp_path: Path, calls: list[dict[str, Any]]) -> list[dict[st
 INVALID = {"name": "ToolArgumentsError", "code": "INVALID_ARGS"}
 
 
-async def test_tool_results_and_failure_texts(tmp_path, clock) -> None:
+async def test_tool_results_and_failure_texts(tmp_path, autojump_clock) -> None:
     cases: list[tuple[str, str, str, dict[str, str] | None]] = [
         ("nope", "{}", 'Error: unknown tool "nope"', {"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"}),
         ("probe", "{n:1}", "Error: invalid arguments for probe: not valid JSON", INVALID),
@@ -1003,7 +996,7 @@ async def test_tool_results_and_failure_texts(tmp_path, clock) -> None:
     assert events[-1]["data"]["reason"] == {"kind": "completed"}  # error results never end the turn
 
 
-async def test_tools_run_exclusively_with_their_context(tmp_path, clock) -> None:
+async def test_tools_run_exclusively_with_their_context(tmp_path, autojump_clock) -> None:
     spans: list[tuple[str, float, float]] = []
     contexts: list[Any] = []
 
@@ -1028,7 +1021,7 @@ async def test_tools_run_exclusively_with_their_context(tmp_path, clock) -> None
                         ("main", 1, 1, "call-1-1-1", 0, B + 1000, "tool/call", {"k": 1})]  # fmt: skip
 
 
-async def test_a_failed_tool_call_flush_fails_this_and_later_calls(tmp_path, clock) -> None:
+async def test_a_failed_tool_call_flush_fails_this_and_later_calls(tmp_path, autojump_clock) -> None:
     ran: list[str] = []
 
     async def record(arguments: Any, ctx: Any) -> Any:
@@ -1062,7 +1055,7 @@ async def test_a_failed_tool_call_flush_fails_this_and_later_calls(tmp_path, clo
     ], tail[0]["seq"]))  # fmt: skip
 
 
-async def test_cancel_mid_tool_aborts_it_and_the_calls_not_started(tmp_path, clock) -> None:
+async def test_cancel_mid_tool_aborts_it_and_the_calls_not_started(tmp_path, autojump_clock) -> None:
     started = trio.Event()
 
     async def hang(arguments: Any, ctx: Any) -> Any:
@@ -1095,7 +1088,7 @@ async def test_cancel_mid_tool_aborts_it_and_the_calls_not_started(tmp_path, clo
     ], first))  # fmt: skip
 
 
-async def test_tool_names_are_checked_and_unique(tmp_path, clock) -> None:
+async def test_tool_names_are_checked_and_unique(tmp_path, autojump_clock) -> None:
     async def body(arguments: Any, ctx: Any) -> Any:
         return {}
 
@@ -1117,7 +1110,7 @@ async def test_tool_names_are_checked_and_unique(tmp_path, clock) -> None:
 
 
 @pytest.mark.parametrize("empty_step_2", [False, True])
-async def test_max_tokens_is_sticky(tmp_path, clock, empty_step_2: bool) -> None:
+async def test_max_tokens_is_sticky(tmp_path, autojump_clock, empty_step_2: bool) -> None:
     """Step 1 stops at the cap while steering arrives; step 2 then completes normally, or a hook
     empties its batch (a non-continuation step: the turn stops). Either way the reason stays."""
     cut = {"text": "cut", "toolCalls": [{"name": "schedule_list", "arguments": {}}], "finish": "max-tokens",
@@ -1137,7 +1130,7 @@ async def test_max_tokens_is_sticky(tmp_path, clock, empty_step_2: bool) -> None
     assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "max-tokens"}}
 
 
-async def test_step_limit(tmp_path, clock) -> None:
+async def test_step_limit(tmp_path, autojump_clock) -> None:
     loop = {"toolCalls": [{"name": "schedule_list", "arguments": {}}]}
     events = await run_prompts(tmp_path, "hi", adapters=script(loop, loop, loop), max_steps=2)
     assert [e["data"]["step"] for e in of_type(events, "step/start")] == [1, 2]
@@ -1146,7 +1139,7 @@ async def test_step_limit(tmp_path, clock) -> None:
         "message": "turn exceeded 2 steps", "code": "STEP_LIMIT"}}}  # fmt: skip
 
 
-async def test_pre_step_exception_reject_and_empty_batch(tmp_path, clock) -> None:
+async def test_pre_step_exception_reject_and_empty_batch(tmp_path, autojump_clock) -> None:
     outcomes = iter([ValueError("bad hook"), Reject(), Enter(())])
 
     def decide(pre: PreStep, decision: Any) -> Any:
@@ -1165,7 +1158,7 @@ async def test_pre_step_exception_reject_and_empty_batch(tmp_path, clock) -> Non
     assert [e["data"]["turn"] for e in of_type(events, "step/start")] == [4]  # none for the first three turns
 
 
-async def test_hooks_see_the_log_without_the_batch_and_time_context_runs_last(tmp_path, clock) -> None:
+async def test_hooks_see_the_log_without_the_batch_and_time_context_runs_last(tmp_path, autojump_clock) -> None:
     note = {"source": {"kind": "plugin", "plugin": "note"}, "content": [text("note")]}
     seen: list[tuple[Any, ...]] = []
 
@@ -1184,7 +1177,7 @@ async def test_hooks_see_the_log_without_the_batch_and_time_context_runs_last(tm
     assert list(batch[1]) == ["id", "role", "source", "content"] and UUID4.fullmatch(batch[1]["id"])
 
 
-async def test_internal_error_ends_the_turn_and_the_session_serves_on(tmp_path, clock, caplog) -> None:
+async def test_internal_error_ends_the_turn_and_the_session_serves_on(tmp_path, autojump_clock, caplog) -> None:
     class Registry(dict):
         calls = 0
 
@@ -1206,7 +1199,7 @@ async def test_internal_error_ends_the_turn_and_the_session_serves_on(tmp_path, 
 # === §2 derived history ================================================================================
 
 
-async def test_derived_history_is_the_surface_in_log_order(tmp_path, clock) -> None:
+async def test_derived_history_is_the_surface_in_log_order(tmp_path, autojump_clock) -> None:
     recorder = Recorder({"toolCalls": [{"name": "schedule_list", "arguments": {}}]}, {"text": "none"},
                         {"finish": "max-tokens"}, {"text": "third"})  # fmt: skip
     async with open_harness(tmp_path, adapters=recorder.factory(), time_context=True, time_zone="UTC") as h:
@@ -1227,7 +1220,7 @@ async def test_derived_history_is_the_surface_in_log_order(tmp_path, clock) -> N
     assert (last.max_tokens, last.reasoning_effort) == (None, None)
 
 
-async def test_a_deepseek_harness_log_with_a_replace_resumes_and_derives_history(tmp_path, clock) -> None:
+async def test_a_deepseek_harness_log_with_a_replace_resumes_and_derives_history(tmp_path, autojump_clock) -> None:
     source = FIXTURES / "tool-edit-packed-rows.jsonl"
     session_id = read_log(source).header.id
     root = tmp_path / "root"
@@ -1280,7 +1273,7 @@ def write_log(root: Path, session_id: str, events: list[dict[str, Any]], **heade
                                                           "inserted": []}],
     ],
 )  # fmt: skip
-async def test_a_splice_that_does_not_fit_refuses_the_resume(tmp_path, clock, splices) -> None:
+async def test_a_splice_that_does_not_fit_refuses_the_resume(tmp_path, autojump_clock, splices) -> None:
     bad_seq = len(splices) - 1
     path = write_log(tmp_path / "root", "bad", [("agent/inbox/spliced", s) for s in splices])
     before = path.read_bytes()
@@ -1296,7 +1289,7 @@ async def test_a_splice_that_does_not_fit_refuses_the_resume(tmp_path, clock, sp
     assert path.read_bytes() == before
 
 
-async def test_resume_replays_the_inbox_from_the_seed_and_runs_queued_prompts(tmp_path, clock) -> None:
+async def test_resume_replays_the_inbox_from_the_seed_and_runs_queued_prompts(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "queued ran"}, {"text": "child"})) as h:
         await h.start()
         await prompt_streaming(h, "first")
@@ -1318,7 +1311,7 @@ async def test_resume_replays_the_inbox_from_the_seed_and_runs_queued_prompts(tm
     assert resumed[-1]["data"] == {"turn": 2, "reason": {"kind": "completed"}}
 
 
-async def test_an_overdue_reminder_fires_once_after_resume_and_never_again(tmp_path, clock) -> None:
+async def test_an_overdue_reminder_fires_once_after_resume_and_never_again(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "remind me in 5 seconds to stretch")
@@ -1341,7 +1334,7 @@ async def test_an_overdue_reminder_fires_once_after_resume_and_never_again(tmp_p
     assert again == once  # no second dispatch, no model request
 
 
-async def test_the_prompt_that_triggers_a_resume_goes_before_an_overdue_reminder(tmp_path, clock) -> None:
+async def test_the_prompt_that_triggers_a_resume_goes_before_an_overdue_reminder(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "remind me in 5 seconds to stretch")
@@ -1361,7 +1354,7 @@ async def test_the_prompt_that_triggers_a_resume_goes_before_an_overdue_reminder
     assert replies == [[text("You said: hello again")], [text("Reminder: stretch")]]
 
 
-async def test_resume_dispositions(tmp_path, clock) -> None:
+async def test_resume_dispositions(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "hi")
@@ -1384,7 +1377,7 @@ async def test_resume_dispositions(tmp_path, clock) -> None:
 # === §5.2 getting a live session ===========================================================================
 
 
-async def test_one_agent_under_concurrent_first_requests(tmp_path, clock) -> None:
+async def test_one_agent_under_concurrent_first_requests(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         got: list[Any] = []
@@ -1409,7 +1402,7 @@ async def test_one_agent_under_concurrent_first_requests(tmp_path, clock) -> Non
     assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == [1, 2, 3]
 
 
-async def test_the_schedule_append_guard_refuses_a_corrupting_change(tmp_path, clock) -> None:
+async def test_the_schedule_append_guard_refuses_a_corrupting_change(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         live = await h.host.session("main")
@@ -1420,7 +1413,7 @@ async def test_the_schedule_append_guard_refuses_a_corrupting_change(tmp_path, c
         assert len(live.session.events) == 0
 
 
-async def test_an_unwritable_root_admits_nothing_and_can_be_retried(tmp_path, clock) -> None:
+async def test_an_unwritable_root_admits_nothing_and_can_be_retried(tmp_path, autojump_clock) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     async with open_harness(blocker / "sessions") as h:
@@ -1435,7 +1428,7 @@ async def test_an_unwritable_root_admits_nothing_and_can_be_retried(tmp_path, cl
         assert of_type(lines(h, "main"), "turn/end")[0]["data"]["reason"] == {"kind": "completed"}
 
 
-async def test_schedule_tools_are_unregistered_at_disposal(tmp_path, clock) -> None:
+async def test_schedule_tools_are_unregistered_at_disposal(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         live = await h.host.session("main")
@@ -1444,7 +1437,7 @@ async def test_schedule_tools_are_unregistered_at_disposal(tmp_path, clock) -> N
         assert live.agent.tools.names() == ()
 
 
-async def test_busy_corrupt_and_unsupported_files_are_refused_untouched(tmp_path, clock) -> None:
+async def test_busy_corrupt_and_unsupported_files_are_refused_untouched(tmp_path, autojump_clock) -> None:
     root = tmp_path / "root"
     write_log(root, "held", [])
     corrupt = write_log(root, "corrupt", [("turn/start", {"turn": 1})])
@@ -1479,7 +1472,7 @@ ACCEPTED_ZONES = [("UTC", "UTC"), ("Etc/UTC", "UTC"), ("Etc/GMT", "UTC"), ("Etc/
 REJECTED_ZONES = ["utc", "GMT", "EST", "Z", "+08:00", "Asia//Shanghai", "Asia/Shanghai\n", "Mars/Olympus", "", None, 8]
 
 
-async def test_client_time_zone_table(tmp_path, clock) -> None:
+async def test_client_time_zone_table(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         for sent in REJECTED_ZONES:  # on a cold session: not even created
@@ -1508,7 +1501,7 @@ async def test_client_time_zone_table(tmp_path, clock) -> None:
 # === §4.3.5–§4.3.7 fork, list, history =======================================================================
 
 
-async def test_fork_result_and_refusals(tmp_path, clock) -> None:
+async def test_fork_result_and_refusals(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path / "root", cwd=tmp_path) as h:
         await h.start()
         await h.prompt("main", "hi")
@@ -1544,7 +1537,7 @@ async def test_fork_result_and_refusals(tmp_path, clock) -> None:
     assert (h.root / "main.jsonl").read_bytes() == parent_bytes  # the parent is never modified
 
 
-async def test_list_result(tmp_path, clock) -> None:
+async def test_list_result(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path / "root", cwd=tmp_path) as h:
         await h.start()
         await h.prompt("b", "hi")
@@ -1566,7 +1559,7 @@ async def test_list_result(tmp_path, clock) -> None:
     assert [list(s) for s in listed["skipped"]] == [["file", "error"]] and listed["skipped"][0]["file"] == "junk.jsonl"
 
 
-async def test_history_result_live_and_cold(tmp_path, clock) -> None:
+async def test_history_result_live_and_cold(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script({"text": "ok"}, SLOW), write_delay_ms=60_000) as h:
         host = await h.start()
         await host.admit("main", [text("hi")], rpc_id="r")
@@ -1597,7 +1590,7 @@ async def test_history_result_live_and_cold(tmp_path, clock) -> None:
     assert cold["done"] is True and cold["nextSeq"] == len(cold["events"])
 
 
-async def test_fork_of_a_live_parent_flushes_it_first(tmp_path, clock) -> None:
+async def test_fork_of_a_live_parent_flushes_it_first(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, write_delay_ms=60_000) as h:
         await h.start()
         live = await h.host.session("main")
@@ -1610,7 +1603,7 @@ async def test_fork_of_a_live_parent_flushes_it_first(tmp_path, clock) -> None:
 # === §8 faults in the agent loop ==========================================================================
 
 
-async def test_checkpoint_flush_failure_ends_the_turn_before_the_request(tmp_path, clock) -> None:
+async def test_checkpoint_flush_failure_ends_the_turn_before_the_request(tmp_path, autojump_clock) -> None:
     recorder = Recorder()
     async with open_harness(tmp_path, adapters=recorder.factory()) as h:
         await h.start()
@@ -1632,7 +1625,7 @@ async def test_checkpoint_flush_failure_ends_the_turn_before_the_request(tmp_pat
     assert [m["content"] for m in recorder.requests[0].messages] == [[text("hi")], [text("again")]]
 
 
-async def test_a_terminal_failure_keeps_the_prompt_in_history_and_the_next_prompt_continues(tmp_path, clock) -> None:
+async def test_a_terminal_failure_keeps_the_prompt_in_history_and_the_next_prompt_continues(tmp_path, autojump_clock) -> None:
     recorder = Recorder({"error": {"message": "Incorrect API key provided", "code": "AUTH", "status": 401}},
                         {"text": "second"})  # fmt: skip
     events = await run_prompts(tmp_path, "one", "two", adapters=recorder.factory())
@@ -1641,7 +1634,7 @@ async def test_a_terminal_failure_keeps_the_prompt_in_history_and_the_next_promp
     assert events[-1]["data"]["reason"] == {"kind": "completed"}
 
 
-async def test_a_crash_mid_turn_is_closed_as_interrupted_on_resume(tmp_path, clock) -> None:
+async def test_a_crash_mid_turn_is_closed_as_interrupted_on_resume(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "fine"})) as h:
         await h.start()
         await prompt_streaming(h, "first")
@@ -1665,7 +1658,7 @@ async def test_a_crash_mid_turn_is_closed_as_interrupted_on_resume(tmp_path, clo
     assert of_type(events[durable:], "request/header")[0]["data"]["reason"] == "resume"
 
 
-async def test_shutdown_after_a_shielded_tool_keeps_pending_steering_for_the_resume(tmp_path, clock) -> None:
+async def test_shutdown_after_a_shielded_tool_keeps_pending_steering_for_the_resume(tmp_path, autojump_clock) -> None:
     """A tool that completes despite the cancel (schedule's shielded append) must not make the
     aborted turn claim steering that then never reaches the model (§3.3: pending next-step input
     stays queued after an abort)."""

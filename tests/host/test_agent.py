@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import trio
-import trio.testing
 
 import eventlog.fileio
 from host.agent import Agent
@@ -30,12 +29,6 @@ from tests.host.loop_support import (
     types,
 )
 from timecontext import Enter, PreStep, Reject
-
-
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    """Every test runs on virtual time (pytest-trio uses a Clock fixture as the run's clock)."""
-    return trio.testing.MockClock(autojump_threshold=0)
 
 
 def log_lines(h: Harness, session_id: str) -> list[bytes]:
@@ -65,7 +58,7 @@ def sleeping_tool(name: str, started: trio.Event) -> FunctionTool:
 # --- §3.11 sequences ---------------------------------------------------------------------------------
 
 
-async def test_plain_text_turn_is_byte_exact(tmp_path, clock) -> None:
+async def test_plain_text_turn_is_byte_exact(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         message_id = await h.prompt("main", "hi", rpc_id="r-1")
@@ -99,7 +92,7 @@ async def test_plain_text_turn_is_byte_exact(tmp_path, clock) -> None:
     assert [line.decode() for line in lines] == expected
 
 
-async def test_status_flips_around_the_activity_and_follow_the_receipt(tmp_path, clock) -> None:
+async def test_status_flips_around_the_activity_and_follow_the_receipt(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "hi", rpc_id="r-1")
@@ -116,7 +109,7 @@ async def test_status_flips_around_the_activity_and_follow_the_receipt(tmp_path,
     assert seen.count("turn/start") == 2
 
 
-async def test_tool_turn_then_reminder_follow_up_matches_the_spec(tmp_path, clock) -> None:
+async def test_tool_turn_then_reminder_follow_up_matches_the_spec(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, time_context=True, time_zone="Europe/Berlin") as h:
         await h.start()
         await h.prompt(
@@ -200,7 +193,7 @@ async def test_tool_turn_then_reminder_follow_up_matches_the_spec(tmp_path, cloc
 # --- model failures and retries (§3.6) ----------------------------------------------------------------
 
 
-async def test_terminal_model_failure_ends_the_step_and_turn(tmp_path, clock) -> None:
+async def test_terminal_model_failure_ends_the_step_and_turn(tmp_path, autojump_clock) -> None:
     adapters = script({"error": {"message": "Incorrect API key provided", "code": "AUTH", "status": 401}})
     async with open_harness(tmp_path, adapters=adapters) as h:
         await h.start()
@@ -215,7 +208,7 @@ async def test_terminal_model_failure_ends_the_step_and_turn(tmp_path, clock) ->
     assert not of_type(events, "assistant/message", "llm/retry")
 
 
-async def test_retryable_failure_retries_in_the_same_step_after_the_backoff(tmp_path, clock) -> None:
+async def test_retryable_failure_retries_in_the_same_step_after_the_backoff(tmp_path, autojump_clock) -> None:
     adapters = script(
         {"error": {"message": "upstream overloaded", "code": "SERVER", "status": 503}},
         {"text": "fine now"},
@@ -252,7 +245,7 @@ async def test_retryable_failure_retries_in_the_same_step_after_the_backoff(tmp_
     assert events[-1]["data"]["reason"] == {"kind": "completed"}
 
 
-async def test_provider_retry_after_replaces_the_backoff_without_jitter(tmp_path, clock) -> None:
+async def test_provider_retry_after_replaces_the_backoff_without_jitter(tmp_path, autojump_clock) -> None:
     adapters = script(
         {"error": {"message": "slow down", "code": "RATE_LIMIT", "status": 429, "retryAfterMs": 2000}},
         {"text": "ok"},
@@ -266,7 +259,7 @@ async def test_provider_retry_after_replaces_the_backoff_without_jitter(tmp_path
     assert retry["failure"] == {"message": "slow down", "code": "RATE_LIMIT", "status": 429, "providerRetryAfterMs": 2000}
 
 
-async def test_running_out_of_retries_is_terminal(tmp_path, clock) -> None:
+async def test_running_out_of_retries_is_terminal(tmp_path, autojump_clock) -> None:
     error = {"error": {"message": "down", "code": "SERVER", "status": 500}}
     async with open_harness(tmp_path, adapters=script(error, error, error), max_retries=2) as h:
         await h.start()
@@ -281,7 +274,7 @@ async def test_running_out_of_retries_is_terminal(tmp_path, clock) -> None:
     assert events[-1]["data"]["reason"]["error"] == {"message": "down", "code": "SERVER", "status": 500}
 
 
-async def test_a_failed_turn_keeps_the_prompt_and_the_next_prompt_continues(tmp_path, clock) -> None:
+async def test_a_failed_turn_keeps_the_prompt_and_the_next_prompt_continues(tmp_path, autojump_clock) -> None:
     adapters = script({"error": {"message": "bad", "code": "INVALID_REQUEST", "status": 400}}, {"text": "second"})
     async with open_harness(tmp_path, adapters=adapters) as h:
         await h.start()
@@ -295,7 +288,7 @@ async def test_a_failed_turn_keeps_the_prompt_and_the_next_prompt_continues(tmp_
     assert len(of_type(events, "request/header")) == 1
 
 
-async def test_max_tokens_drops_tool_calls_and_is_sticky(tmp_path, clock) -> None:
+async def test_max_tokens_drops_tool_calls_and_is_sticky(tmp_path, autojump_clock) -> None:
     line = {"text": "cut", "toolCalls": [{"name": "schedule_list", "arguments": {}}], "finish": "max-tokens",
             "usage": {"inputTokens": 3, "outputTokens": 4}}  # fmt: skip
     async with open_harness(tmp_path, adapters=script(line)) as h:
@@ -311,7 +304,7 @@ async def test_max_tokens_drops_tool_calls_and_is_sticky(tmp_path, clock) -> Non
     assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "max-tokens"}}
 
 
-async def test_deltas_are_live_only(tmp_path, clock) -> None:
+async def test_deltas_are_live_only(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "a message long enough for two pieces")
@@ -328,7 +321,7 @@ async def test_deltas_are_live_only(tmp_path, clock) -> None:
 # --- tools (§3.7) -------------------------------------------------------------------------------------
 
 
-async def test_tool_failures_are_results_and_the_turn_continues(tmp_path, clock) -> None:
+async def test_tool_failures_are_results_and_the_turn_continues(tmp_path, autojump_clock) -> None:
     calls = [
         {"name": "nope", "arguments": {}},
         {"name": "schedule_create", "arguments": "{not json"},
@@ -376,7 +369,7 @@ async def test_tool_failures_are_results_and_the_turn_continues(tmp_path, clock)
     assert list(of_type(events, "tool/result")[0]["data"]) == ["turn", "step", "message", "error"]
 
 
-async def test_checkpoint_flush_failure_ends_the_turn_before_any_request(tmp_path, clock) -> None:
+async def test_checkpoint_flush_failure_ends_the_turn_before_any_request(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script({"text": "never sent"}, {"text": "later"})) as h:
         await h.start()
         with eventlog.fileio.fail("sync", errno.EIO) as fault:
@@ -395,7 +388,7 @@ async def test_checkpoint_flush_failure_ends_the_turn_before_any_request(tmp_pat
     assert texts(of_type(later, "assistant/message")[0]["data"]["message"]) == "never sent"  # first line unused
 
 
-async def test_tool_call_flush_failure_fails_this_and_later_calls_without_running_them(tmp_path, clock) -> None:
+async def test_tool_call_flush_failure_fails_this_and_later_calls_without_running_them(tmp_path, autojump_clock) -> None:
     ran: list[str] = []
 
     async def record(arguments: Any, ctx: Any) -> Any:
@@ -424,7 +417,7 @@ async def test_tool_call_flush_failure_fails_this_and_later_calls_without_runnin
     assert reason["kind"] == "error" and reason["error"]["code"] == "PERSISTENCE"
 
 
-async def test_a_failed_flush_before_idle_still_goes_idle_and_retries_later(tmp_path, clock) -> None:
+async def test_a_failed_flush_before_idle_still_goes_idle_and_retries_later(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "warm up")
@@ -444,7 +437,7 @@ async def test_a_failed_flush_before_idle_still_goes_idle_and_retries_later(tmp_
 # --- cancellation (§3.9) ------------------------------------------------------------------------------
 
 
-async def test_user_cancel_while_streaming_clears_the_inbox_and_aborts(tmp_path, clock) -> None:
+async def test_user_cancel_while_streaming_clears_the_inbox_and_aborts(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW)) as h:
         await h.start()
         await prompt_streaming(h, "first")
@@ -464,7 +457,7 @@ async def test_user_cancel_while_streaming_clears_the_inbox_and_aborts(tmp_path,
     assert len(of_type(events, "turn/start")) == 1
 
 
-async def test_cancel_during_a_tool_aborts_it_and_the_calls_not_started(tmp_path, clock) -> None:
+async def test_cancel_during_a_tool_aborts_it_and_the_calls_not_started(tmp_path, autojump_clock) -> None:
     calls = [{"name": "wait", "arguments": {}}, {"name": "schedule_list", "arguments": {}}]
     async with open_harness(tmp_path, adapters=script({"toolCalls": calls})) as h:
         await h.start()
@@ -487,7 +480,7 @@ async def test_cancel_during_a_tool_aborts_it_and_the_calls_not_started(tmp_path
     assert tail[-1]["data"] == {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}
 
 
-async def test_cancelling_an_idle_agent_does_nothing(tmp_path, clock) -> None:
+async def test_cancelling_an_idle_agent_does_nothing(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "hi")
@@ -500,7 +493,7 @@ async def test_cancelling_an_idle_agent_does_nothing(tmp_path, clock) -> None:
         assert live.agent.status == "idle"
 
 
-async def test_shutdown_during_a_turn_aborts_as_disposed_and_keeps_queued_input(tmp_path, clock) -> None:
+async def test_shutdown_during_a_turn_aborts_as_disposed_and_keeps_queued_input(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "after restart"})) as h:
         await h.start()
         await prompt_streaming(h, "first")
@@ -525,7 +518,7 @@ async def test_shutdown_during_a_turn_aborts_as_disposed_and_keeps_queued_input(
 # --- steering, continuation, step limit (§3.3) --------------------------------------------------------
 
 
-async def test_steering_joins_the_running_turn_at_the_next_step(tmp_path, clock) -> None:
+async def test_steering_joins_the_running_turn_at_the_next_step(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "steered"})) as h:
         await h.start()
         await prompt_streaming(h, "start")
@@ -547,7 +540,7 @@ async def test_steering_joins_the_running_turn_at_the_next_step(tmp_path, clock)
     assert events[-1]["data"]["reason"] == {"kind": "completed"}
 
 
-async def test_steering_an_idle_agent_opens_a_turn(tmp_path, clock) -> None:
+async def test_steering_an_idle_agent_opens_a_turn(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "hello", mode="steer")
@@ -558,7 +551,7 @@ async def test_steering_an_idle_agent_opens_a_turn(tmp_path, clock) -> None:
     assert texts(of_type(events, "assistant/message")[0]["data"]["message"]) == "You said: hello"
 
 
-async def test_turn_boundary_claims_steering_first_then_one_prompt(tmp_path, clock) -> None:
+async def test_turn_boundary_claims_steering_first_then_one_prompt(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script(SLOW, {"text": "a"}, {"text": "b"})) as h:
         await h.start()
         await prompt_streaming(h, "slow")
@@ -575,7 +568,7 @@ async def test_turn_boundary_claims_steering_first_then_one_prompt(tmp_path, clo
     assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == [1, 2, 3]
 
 
-async def test_step_limit_ends_the_turn(tmp_path, clock) -> None:
+async def test_step_limit_ends_the_turn(tmp_path, autojump_clock) -> None:
     loop = {"toolCalls": [{"name": "schedule_list", "arguments": {}}]}
     async with open_harness(tmp_path, adapters=script(loop, loop, loop), max_steps=2) as h:
         await h.start()
@@ -601,7 +594,7 @@ async def run_with_hook(tmp_path: Any, hook: Hook, **config: Any) -> list[dict[s
         return h.events("main")
 
 
-async def test_hook_exception_ends_the_turn_without_a_step(tmp_path, clock) -> None:
+async def test_hook_exception_ends_the_turn_without_a_step(tmp_path, autojump_clock) -> None:
     def fail(pre: PreStep, decision: Any) -> Any:
         raise RuntimeError("boom")
 
@@ -613,19 +606,19 @@ async def test_hook_exception_ends_the_turn_without_a_step(tmp_path, clock) -> N
     }
 
 
-async def test_hook_reject_blocks_the_turn(tmp_path, clock) -> None:
+async def test_hook_reject_blocks_the_turn(tmp_path, autojump_clock) -> None:
     events = await run_with_hook(tmp_path, Hook(lambda pre, decision: Reject()))
     assert types(events)[-1] == "turn/end" and "step/start" not in types(events)
     assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "blocked"}}
 
 
-async def test_an_empty_first_batch_completes_the_turn_without_a_step(tmp_path, clock) -> None:
+async def test_an_empty_first_batch_completes_the_turn_without_a_step(tmp_path, autojump_clock) -> None:
     events = await run_with_hook(tmp_path, Hook(lambda pre, decision: Enter(())), time_context=True)
     assert types(events) == ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "turn/end"]
     assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
 
 
-async def test_hook_messages_are_completed_and_time_context_stays_last(tmp_path, clock) -> None:
+async def test_hook_messages_are_completed_and_time_context_stays_last(tmp_path, autojump_clock) -> None:
     added = {"source": {"kind": "plugin", "plugin": "note"}, "content": [{"type": "text", "text": "a note"}]}
     hook = Hook(lambda pre, decision: Enter(decision.messages + (added,)))
     events = await run_with_hook(tmp_path, hook, time_context=True, time_zone="UTC")
@@ -640,7 +633,7 @@ async def test_hook_messages_are_completed_and_time_context_stays_last(tmp_path,
     assert hook.seen_types[0] == ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced"]
 
 
-async def test_continuation_steps_report_continuation_to_hooks(tmp_path, clock) -> None:
+async def test_continuation_steps_report_continuation_to_hooks(tmp_path, autojump_clock) -> None:
     hook = Hook(lambda pre, decision: decision)
     loop = {"toolCalls": [{"name": "schedule_list", "arguments": {}}]}
     await run_with_hook(tmp_path, hook, adapters=script(loop, {"text": "done"}))
@@ -650,7 +643,7 @@ async def test_continuation_steps_report_continuation_to_hooks(tmp_path, clock) 
 # --- request/header (§3.5) ----------------------------------------------------------------------------
 
 
-async def test_request_header_reasons(tmp_path, clock) -> None:
+async def test_request_header_reasons(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, max_tokens=100) as h:
         await h.start()
         await h.prompt("main", "one")
@@ -676,7 +669,7 @@ async def test_request_header_reasons(tmp_path, clock) -> None:
     assert model_of == ["scripted", "scripted", "other", "scripted"]
 
 
-async def test_a_route_without_a_model_ends_the_turn_with_missing_config(tmp_path, clock) -> None:
+async def test_a_route_without_a_model_ends_the_turn_with_missing_config(tmp_path, autojump_clock) -> None:
     from host.scripted import ScriptedAdapter
 
     adapters = {"scripted": ScriptedAdapter(), "openai": ScriptedAdapter()}
@@ -692,7 +685,7 @@ async def test_a_route_without_a_model_ends_the_turn_with_missing_config(tmp_pat
     }
 
 
-async def test_empty_system_prompt_is_omitted(tmp_path, clock) -> None:
+async def test_empty_system_prompt_is_omitted(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, system="") as h:
         await h.start()
         await h.prompt("main", "hi")
@@ -701,7 +694,7 @@ async def test_empty_system_prompt_is_omitted(tmp_path, clock) -> None:
     assert list(header) == ["config", "tools"]
 
 
-async def test_a_driver_bug_ends_the_turn_as_internal_and_the_session_serves_on(tmp_path, clock) -> None:
+async def test_a_driver_bug_ends_the_turn_as_internal_and_the_session_serves_on(tmp_path, autojump_clock) -> None:
     class Flaky(dict):
         broken = False
 
@@ -732,7 +725,7 @@ async def test_a_driver_bug_ends_the_turn_as_internal_and_the_session_serves_on(
 # --- the agent port (§3.10) ---------------------------------------------------------------------------
 
 
-async def test_maintenance_is_exclusive_and_latches_the_wake(tmp_path, clock) -> None:
+async def test_maintenance_is_exclusive_and_latches_the_wake(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         live = await h.host.session("main")
@@ -765,7 +758,7 @@ async def test_maintenance_is_exclusive_and_latches_the_wake(tmp_path, clock) ->
     assert texts(of_type(events, "assistant/message")[0]["data"]["message"]) == "OK."
 
 
-async def test_after_shutdown_the_port_is_not_live_and_refuses_input(tmp_path, clock) -> None:
+async def test_after_shutdown_the_port_is_not_live_and_refuses_input(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         live = await h.host.session("main")

@@ -8,8 +8,6 @@ import json
 from typing import Any
 
 import pytest
-import trio
-import trio.testing
 
 from eventlog import Event
 from host.app import HostError
@@ -19,12 +17,6 @@ from tests.host.loop_support import B, dispatches, of_type, script, texts
 
 DAY_MS = 86_400_000
 DAY_S = 86_400
-
-
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    """Every test runs on virtual time (pytest-trio uses a Clock fixture as the run's clock)."""
-    return trio.testing.MockClock(autojump_threshold=0)
 
 
 def reminder_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -41,7 +33,7 @@ async def create_reminder(h: Harness, text: str) -> None:
     await h.settle()
 
 
-async def test_one_shot_is_dispatched_exactly_once_across_clean_restarts(tmp_path, clock) -> None:
+async def test_one_shot_is_dispatched_exactly_once_across_clean_restarts(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await create_reminder(h, "remind me in 60 seconds to stretch")
@@ -65,7 +57,7 @@ async def test_one_shot_is_dispatched_exactly_once_across_clean_restarts(tmp_pat
     assert [e["data"]["turn"] for e in of_type(final, "turn/start")] == [1, 2]
 
 
-async def test_an_overdue_one_shot_fires_once_when_the_session_is_resumed(tmp_path, clock) -> None:
+async def test_an_overdue_one_shot_fires_once_when_the_session_is_resumed(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await create_reminder(h, "remind me in 5 minutes to take the tea out")
@@ -85,7 +77,7 @@ async def test_an_overdue_one_shot_fires_once_when_the_session_is_resumed(tmp_pa
     assert again == events
 
 
-async def test_crash_before_the_dispatch_is_durable_delivers_at_least_once(tmp_path, clock) -> None:
+async def test_crash_before_the_dispatch_is_durable_delivers_at_least_once(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await create_reminder(h, "remind me in 30 seconds to stretch")
@@ -103,7 +95,7 @@ async def test_crash_before_the_dispatch_is_durable_delivers_at_least_once(tmp_p
     assert texts(of_type(events, "assistant/message")[-1]["data"]["message"]) == "Reminder: stretch"
 
 
-async def test_a_torn_dispatch_after_a_durable_follow_up_repeats_the_reminder(tmp_path, clock) -> None:
+async def test_a_torn_dispatch_after_a_durable_follow_up_repeats_the_reminder(tmp_path, autojump_clock) -> None:
     """The documented window (schedule.md §11.10): the follow-up reached the disk, its dispatch
     did not. After the restart the queued follow-up runs and the reminder fires again —
     visible duplication, never silent loss."""
@@ -132,7 +124,7 @@ async def test_a_torn_dispatch_after_a_durable_follow_up_repeats_the_reminder(tm
     assert final == events  # the second delivery was durable: nothing repeats again
 
 
-async def test_queued_input_survives_a_crash_and_runs_after_resume(tmp_path, clock) -> None:
+async def test_queued_input_survives_a_crash_and_runs_after_resume(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script({"text": "slow", "delayMs": 1000}, {"text": "next"})) as h:
         await h.start()
         await h.prompt("main", "first")
@@ -150,7 +142,7 @@ async def test_queued_input_survives_a_crash_and_runs_after_resume(tmp_path, clo
     assert texts(of_type(turn2, "assistant/message")[0]["data"]["message"]) == "next"
 
 
-async def test_every_reminders_follow_their_anchors_with_latest_only_catch_up(tmp_path, clock) -> None:
+async def test_every_reminders_follow_their_anchors_with_latest_only_catch_up(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, schedule_segment_ms=3_600_000) as h:
         await h.start()
         await create_reminder(h, "remind me every 24 hours to water the plants")
@@ -193,7 +185,7 @@ async def test_every_reminders_follow_their_anchors_with_latest_only_catch_up(tm
     assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == list(range(1, len(expected_accepted) + 2))
 
 
-async def test_an_invalid_client_time_zone_after_a_restart_appends_nothing(tmp_path, clock) -> None:
+async def test_an_invalid_client_time_zone_after_a_restart_appends_nothing(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await create_reminder(h, "remind me in 10 minutes to call Ana")

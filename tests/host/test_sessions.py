@@ -13,18 +13,11 @@ from typing import Any
 
 import pytest
 import trio
-import trio.testing
 
 import eventlog.fileio
 from host.app import ChildCreated, EventAppended, HostError, resolve_root
 from host.testing import Harness, open_harness
 from tests.host.loop_support import B, of_type, script, texts, types
-
-
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    """Every test runs on virtual time (pytest-trio uses a Clock fixture as the run's clock)."""
-    return trio.testing.MockClock(autojump_threshold=0)
 
 
 def file_bytes(h: Harness, session_id: str) -> bytes:
@@ -39,7 +32,7 @@ async def one_turn(h: Harness, session_id: str, text: str = "hi") -> None:
 # --- create and resume ----------------------------------------------------------------------------------
 
 
-async def test_first_prompt_creates_the_session_with_the_spec_header(tmp_path, clock) -> None:
+async def test_first_prompt_creates_the_session_with_the_spec_header(tmp_path, autojump_clock) -> None:
     work = tmp_path / "work"
     work.mkdir()
     async with open_harness(tmp_path / "root", cwd=work) as h:
@@ -52,7 +45,7 @@ async def test_first_prompt_creates_the_session_with_the_spec_header(tmp_path, c
     assert oct((tmp_path / "root").stat().st_mode & 0o777) == "0o700"
 
 
-async def test_concurrent_first_requests_make_one_agent_and_keep_arrival_order(tmp_path, clock) -> None:
+async def test_concurrent_first_requests_make_one_agent_and_keep_arrival_order(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         ids: dict[str, str] = {}
@@ -74,7 +67,7 @@ async def test_concurrent_first_requests_make_one_agent_and_keep_arrival_order(t
     assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == [1, 2, 3]
 
 
-async def test_resume_continues_turns_and_writes_a_resume_header(tmp_path, clock) -> None:
+async def test_resume_continues_turns_and_writes_a_resume_header(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await one_turn(h, "main")
@@ -86,7 +79,7 @@ async def test_resume_continues_turns_and_writes_a_resume_header(tmp_path, clock
     assert [e["data"]["reason"] for e in of_type(events, "request/header")] == ["initial", "resume"]
 
 
-async def test_crash_mid_turn_is_repaired_on_resume_without_notifying_the_closers(tmp_path, clock) -> None:
+async def test_crash_mid_turn_is_repaired_on_resume_without_notifying_the_closers(tmp_path, autojump_clock) -> None:
     slow = {"text": "never finished", "delayMs": 1000}
     async with open_harness(tmp_path, adapters=script(slow, {"text": "fine"})) as h:
         await h.start()
@@ -111,7 +104,7 @@ async def test_crash_mid_turn_is_repaired_on_resume_without_notifying_the_closer
     assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == [1, 2]
 
 
-async def test_an_invalid_persisted_splice_refuses_the_resume(tmp_path, clock) -> None:
+async def test_an_invalid_persisted_splice_refuses_the_resume(tmp_path, autojump_clock) -> None:
     header = {"type": "session", "version": 0, "id": "bad", "createdAt": B, "delegationDepth": 0}
     splice = {"type": "agent/inbox/spliced", "seq": 0, "time": B,
               "data": {"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []}}  # fmt: skip
@@ -129,7 +122,7 @@ async def test_an_invalid_persisted_splice_refuses_the_resume(tmp_path, clock) -
     assert path.read_bytes() == before
 
 
-async def test_resume_refuses_missing_sessions_and_reports_live_ones(tmp_path, clock) -> None:
+async def test_resume_refuses_missing_sessions_and_reports_live_ones(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         with pytest.raises(HostError) as raised:
@@ -156,7 +149,7 @@ async def test_resume_refuses_missing_sessions_and_reports_live_ones(tmp_path, c
         ("Europe/Kiev", "Europe/Kyiv"),
     ],
 )
-async def test_client_time_zone_is_stored_canonical(tmp_path, clock, sent: str, stored: str) -> None:
+async def test_client_time_zone_is_stored_canonical(tmp_path, autojump_clock, sent: str, stored: str) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await h.prompt("main", "hi", client_time_zone=sent, rpc_id="p-2")
@@ -169,7 +162,7 @@ async def test_client_time_zone_is_stored_canonical(tmp_path, clock, sent: str, 
 @pytest.mark.parametrize(
     "sent", ["utc", "GMT", "EST", "Z", "+08:00", "Asia//Shanghai", "Asia/Shanghai\n", "Mars/Olympus", "", None, 8]
 )
-async def test_invalid_client_time_zone_is_refused_with_nothing_appended(tmp_path, clock, sent: object) -> None:
+async def test_invalid_client_time_zone_is_refused_with_nothing_appended(tmp_path, autojump_clock, sent: object) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         await one_turn(h, "main")
@@ -188,7 +181,7 @@ async def test_invalid_client_time_zone_is_refused_with_nothing_appended(tmp_pat
     assert not (tmp_path / "fresh.jsonl").exists()
 
 
-async def test_without_a_zone_the_source_has_no_zone_key(tmp_path, clock) -> None:
+async def test_without_a_zone_the_source_has_no_zone_key(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         await host.admit("main", [{"type": "text", "text": "hi"}], rpc_id="7")
@@ -197,7 +190,7 @@ async def test_without_a_zone_the_source_has_no_zone_key(tmp_path, clock) -> Non
     assert receipt["source"] == {"kind": "user", "rpcId": "7"}
 
 
-async def test_prompt_blocks_are_stored_verbatim(tmp_path, clock) -> None:
+async def test_prompt_blocks_are_stored_verbatim(tmp_path, autojump_clock) -> None:
     blocks = [{"type": "text", "text": "look"}, {"type": "image", "attachment": {"uri": "file:///x.png", "n": 1}}]
     async with open_harness(tmp_path) as h:
         host = await h.start()
@@ -207,7 +200,7 @@ async def test_prompt_blocks_are_stored_verbatim(tmp_path, clock) -> None:
     assert message["content"] == blocks
 
 
-async def test_a_session_open_in_another_process_is_busy_and_untouched(tmp_path, clock) -> None:
+async def test_a_session_open_in_another_process_is_busy_and_untouched(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         await h.start()
         await one_turn(h, "main")
@@ -247,7 +240,7 @@ trio.run(main)
 """
 
 
-async def test_an_unusable_root_is_persistence_failed_and_admits_nothing(tmp_path, clock) -> None:
+async def test_an_unusable_root_is_persistence_failed_and_admits_nothing(tmp_path, autojump_clock) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     async with open_harness(blocker / "sessions") as h:
@@ -260,7 +253,7 @@ async def test_an_unusable_root_is_persistence_failed_and_admits_nothing(tmp_pat
         assert host.live("main") is None
 
 
-async def test_invalid_session_ids_are_refused(tmp_path, clock) -> None:
+async def test_invalid_session_ids_are_refused(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         for bad in ("", "../x", "a/b", ".hidden", "x" * 129, "a\n"):
@@ -272,7 +265,7 @@ async def test_invalid_session_ids_are_refused(tmp_path, clock) -> None:
     assert os.listdir(tmp_path) == []
 
 
-async def test_requests_after_shutdown_are_refused(tmp_path, clock) -> None:
+async def test_requests_after_shutdown_are_refused(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         await one_turn(h, "main")
@@ -284,7 +277,7 @@ async def test_requests_after_shutdown_are_refused(tmp_path, clock) -> None:
     assert [texts(e["data"]) for e in of_type(events, "user/message")] == ["hi"]
 
 
-async def test_shutdown_reports_sessions_that_could_not_be_flushed(tmp_path, clock) -> None:
+async def test_shutdown_reports_sessions_that_could_not_be_flushed(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path, adapters=script({"text": "slow", "delayMs": 1000})) as h:
         host = await h.start()
         await one_turn(h, "other")
@@ -303,7 +296,7 @@ async def test_shutdown_reports_sessions_that_could_not_be_flushed(tmp_path, clo
 # --- working directory, initialize -----------------------------------------------------------------------
 
 
-async def test_working_directory_is_in_memory_and_per_session(tmp_path, clock) -> None:
+async def test_working_directory_is_in_memory_and_per_session(tmp_path, autojump_clock) -> None:
     work = tmp_path / "work"
     (work / "sub").mkdir(parents=True)
     async with open_harness(tmp_path / "root", cwd=work) as h:
@@ -321,7 +314,7 @@ async def test_working_directory_is_in_memory_and_per_session(tmp_path, clock) -
     assert not (tmp_path / "root" / "main.jsonl").exists()  # nothing written before the first event
 
 
-async def test_initialize_sets_route_and_cwd_and_refuses_unknown_providers(tmp_path, clock) -> None:
+async def test_initialize_sets_route_and_cwd_and_refuses_unknown_providers(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path / "root") as h:
         host = await h.start()
         before = host.route
@@ -340,7 +333,7 @@ async def test_initialize_sets_route_and_cwd_and_refuses_unknown_providers(tmp_p
 # --- fork, list, history -----------------------------------------------------------------------------------
 
 
-async def test_fork_creates_a_cold_child_that_continues_the_turn_numbering(tmp_path, clock) -> None:
+async def test_fork_creates_a_cold_child_that_continues_the_turn_numbering(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         await one_turn(h, "main")
@@ -363,7 +356,7 @@ async def test_fork_creates_a_cold_child_that_continues_the_turn_numbering(tmp_p
                    "seedLength": 9, "live": True, "status": "idle"}  # fmt: skip
 
 
-async def test_fork_refusals_carry_eventlog_messages(tmp_path, clock) -> None:
+async def test_fork_refusals_carry_eventlog_messages(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         await one_turn(h, "main")
@@ -383,7 +376,7 @@ async def test_fork_refusals_carry_eventlog_messages(tmp_path, clock) -> None:
         assert not [n for n in h.notifications if isinstance(n, ChildCreated)]
 
 
-async def test_list_marks_live_sessions_and_skips_unreadable_files(tmp_path, clock) -> None:
+async def test_list_marks_live_sessions_and_skips_unreadable_files(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         await one_turn(h, "b")
@@ -405,7 +398,7 @@ async def host_listing(h: Harness) -> dict[str, Any]:
     return await h.host.list_sessions()
 
 
-async def test_history_pages_live_and_cold_sessions(tmp_path, clock) -> None:
+async def test_history_pages_live_and_cold_sessions(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
         host = await h.start()
         await one_turn(h, "main")
