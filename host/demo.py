@@ -21,7 +21,7 @@ from typing import TextIO
 import trio
 
 import schedule
-from eventlog import Event, EventLogError, read_log
+from eventlog import Event, EventLogError, SessionStore, read_log
 from host.app import EventAppended, HostConfig, Notification, StatusChanged, open_host, sole_exception
 from host.boundary import HostError
 from host.chat import PROMPT, admit_text, reminder_notice, reminders_inserted, text_of, transcript_lines
@@ -132,9 +132,9 @@ async def run_demo(
 
     session_id = demo_session_id(time.time(), secrets.token_hex(2))
     root = Path(config.root)
-    path = root / f"{session_id}.jsonl"
+    path = SessionStore(root).path(session_id)
     try:
-        verdict, replayed = await _tour(config, session_id, seconds, say)
+        verdict, replayed = await _tour(config, session_id, path, seconds, say)
     except (DemoCheckFailed, HostError, EventLogError, BaseExceptionGroup) as raised:
         exc = sole_exception(raised)
         if isinstance(exc, DemoCheckFailed):
@@ -165,7 +165,9 @@ async def run_demo(
     return 0
 
 
-async def _tour(config: HostConfig, session_id: str, seconds: int, say: Callable[[str], None]) -> tuple[Verdict, int]:
+async def _tour(
+    config: HostConfig, session_id: str, path: Path, seconds: int, say: Callable[[str], None]
+) -> tuple[Verdict, int]:
     root = Path(config.root)
     async with open_host(config, adapters={"scripted": ScriptedAdapter()}) as host:
         watch = _Watch(session_id)
@@ -219,7 +221,7 @@ async def _tour(config: HostConfig, session_id: str, seconds: int, say: Callable
         report = await host.shutdown()
         if not report.ok:
             raise DemoCheckFailed(f"the log could not be flushed: {next(iter(report.failed.values()))}")
-    snapshot = await trio.to_thread.run_sync(lambda: read_log(root / f"{session_id}.jsonl", expected_id=session_id))
+    snapshot = await trio.to_thread.run_sync(lambda: read_log(path, expected_id=session_id))
     if snapshot.repair is not None:
         raise DemoCheckFailed("the log needs repair after a clean shutdown")
     return check_log(list(snapshot.events), snapshot.header.seed_length or 0), replayed
