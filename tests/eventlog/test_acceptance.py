@@ -14,7 +14,6 @@ import inspect
 import json
 import logging
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -56,7 +55,6 @@ from eventlog import (
     tail,
 )
 
-DSH_FIXTURES = Path("/work/shared/fixtures-dsh")
 
 # --------------------------------------------------------------------------- §12 literals
 # Copied from the spec's worked examples (⏎ removed; records joined with LF by ``log``).
@@ -2030,16 +2028,6 @@ DSH_FILES = ["fork-parent.jsonl", "fork-child.jsonl", "tool-edit-packed-rows.jso
 DSH_EVENTS = {"fork-parent.jsonl": 200, "fork-child.jsonl": 99, "multi-turn-packed-rows.jsonl": None, "tool-edit-packed-rows.jsonl": None}
 
 
-@pytest.fixture
-def dsh(tmp_path: Path) -> Path:
-    target = tmp_path / "dsh"
-    target.mkdir()
-    for name in DSH_FILES:
-        shutil.copyfile(DSH_FIXTURES / name, target / name)
-    return target
-
-
-@pytest.mark.skipif(not DSH_FIXTURES.is_dir(), reason="deepseek-harness fixtures not available")
 @pytest.mark.parametrize("name", DSH_FILES)
 def test_dsh_logs_read_inspect_validate(dsh: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = dsh / name
@@ -2068,7 +2056,6 @@ def test_dsh_logs_read_inspect_validate(dsh: Path, name: str, capsys: pytest.Cap
     assert path.read_bytes() == data
 
 
-@pytest.mark.skipif(not DSH_FIXTURES.is_dir(), reason="deepseek-harness fixtures not available")
 async def test_dsh_fork_by_path(dsh: Path, tmp_path: Path) -> None:
     parent = dsh / "fork-parent.jsonl"
     data = parent.read_bytes()
@@ -2087,7 +2074,6 @@ async def test_dsh_fork_by_path(dsh: Path, tmp_path: Path) -> None:
     assert sub.parent_session == "ada8966c-9fa3-441b-8721-37ff1e795e6a"
 
 
-@pytest.mark.skipif(not DSH_FIXTURES.is_dir(), reason="deepseek-harness fixtures not available")
 def test_dsh_fork_by_path_cli(dsh: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "fork", str(dsh / "tool-edit-packed-rows.jsonl"), "--id", "imp", "--root", str(tmp_path / "r"), "--json")
     assert code == 0, err

@@ -21,7 +21,6 @@ from tests.eventlog.spec_examples import E1_LINES, E5_CLOSERS, E9_EVENTS
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
-DSH = Path("/work/shared/fixtures-dsh")
 TIMEOUT = 30.0
 FIXTURE_IDS = ["demo-1", "demo-1-b", "interrupted-1", "packed-1", "reminders-1", "torn-1"]
 
@@ -34,16 +33,6 @@ def root(tmp_path: Path) -> Path:
     for name in FIXTURE_IDS:
         shutil.copyfile(FIXTURES / f"{name}.jsonl", store / f"{name}.jsonl")
     return store
-
-
-@pytest.fixture
-def dsh(tmp_path: Path) -> Path:
-    """Copies of the deepseek-harness logs (read-only originals)."""
-    if not DSH.is_dir():
-        pytest.skip("deepseek-harness fixtures are not available")
-    target = tmp_path / "dsh"
-    shutil.copytree(DSH, target)
-    return target
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str | Path, **kwargs) -> tuple[int, str, str]:

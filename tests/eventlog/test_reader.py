@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 import msgspec
@@ -24,7 +23,6 @@ from tests.eventlog.spec_examples import (
     log_bytes,
 )
 
-DSH = Path("/work/shared/fixtures-dsh")
 DAMAGED_4 = b'{"type":"user/message","seq":2,"time":1767261600102,"data":{"id":"msg-1"'
 
 
@@ -267,13 +265,6 @@ def test_read_header_limits(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- deepseek-harness logs
-
-
-@pytest.fixture
-def dsh(tmp_path: Path) -> Path:
-    target = tmp_path / "dsh"
-    shutil.copytree(DSH, target)
-    return target
 
 
 def _records(path: Path) -> list[bytes]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +50,6 @@ from eventlog.vocab import (
 )
 from tests.eventlog.spec_examples import E1_LINES, E5_CLOSERS, E5_LINES, log_bytes
 
-DSH = Path("/work/shared/fixtures-dsh")
 
 
 def data_of(line: bytes) -> bytes:
@@ -216,12 +214,6 @@ def test_decode_spec_examples(tmp_path: Path) -> None:
 
 def test_decode_returns_none_for_other_types() -> None:
     assert vocab.decode(build_event("schedule/change", 0, 0, {"anything": 1})) is None
-
-
-@pytest.fixture
-def dsh(tmp_path: Path) -> Path:
-    shutil.copytree(DSH, tmp_path / "dsh")
-    return tmp_path / "dsh"
 
 
 @pytest.mark.parametrize(
