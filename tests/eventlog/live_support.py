@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ class TrioWallClock:
         return self.epoch_ms + round(trio.current_time() * 1000)
 
 
-def replay(session: Session, clock: SetClock, lines: list[bytes]) -> None:
+def replay(session: Session, clock: SetClock, lines: Sequence[bytes | str]) -> None:
     """Append the events of the spec's record ``lines`` (not the header) with their own times."""
     for line in lines:
         record: dict[str, Any] = json.loads(line)

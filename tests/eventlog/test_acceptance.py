@@ -54,6 +54,7 @@ from eventlog import (
     read_log,
     tail,
 )
+from tests.eventlog.live_support import SetClock, TrioWallClock, replay
 
 
 # --------------------------------------------------------------------------- §12 literals
@@ -149,39 +150,6 @@ def event_line(type: str, seq: int, data: Any = None, time: int = 1, **extra: An
     return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
 
 
-class Clock:
-    """A wall clock the test sets (``clock.now = …``)."""
-
-    def __init__(self, now: int = 1767261600000) -> None:
-        self.now = now
-
-    def now_ms(self) -> int:
-        return self.now
-
-
-class TrioClock:
-    """A wall clock derived from trio time (for MockClock tests)."""
-
-    def __init__(self, epoch_ms: int = 1767261600000) -> None:
-        self.epoch_ms = epoch_ms
-
-    def now_ms(self) -> int:
-        return self.epoch_ms + round(trio.current_time() * 1000)
-
-
-def replay(session: Session, clock: Clock, lines: list[str]) -> None:
-    """Append the events of spec record ``lines`` with their own times (E1's ``...``)."""
-    for line in lines:
-        record = json.loads(line)
-        clock.now = record["time"]
-        session.append(
-            record["type"],
-            record["data"],
-            surface_op=record.get("surfaceOp"),
-            source_event_seqs=record.get("sourceEventSeqs"),
-        )
-
-
 def snapshot_of(tmp_path: Path, lines: list[str] | bytes, name: str = "x.jsonl") -> LogSnapshot:
     data = lines if isinstance(lines, bytes) else log(lines)
     return read_log(put(tmp_path / name, data))
@@ -227,7 +195,7 @@ def test_3_1_compact_encoding_raw_utf8_unescaped_slash() -> None:
 
 
 async def test_3_1_append_writes_compact_json_raw_utf8(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, clock=Clock(5))
+    store = SessionStore(tmp_path, clock=SetClock(5))
     async with store.create(id="enc") as s:
         s.append("note/x", {"a": [1, 2.5, None, True], "é": "/ü\n"})
         await s.flush()
@@ -561,7 +529,7 @@ def test_3_3_data_null_and_any_json_value(tmp_path: Path) -> None:
 
 
 async def test_e12_append_validation(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, clock=Clock())
+    store = SessionStore(tmp_path, clock=SetClock())
     async with store.create(id="e12") as s:
         s.append("turn/start", {"turn": 1})
         for data in ({"n": float("nan")}, {1: "x"}, {"n": 2**53}):
@@ -610,7 +578,7 @@ class BadPoint(msgspec.Struct):
     ],
 )
 async def test_3_5_non_json_data_is_refused(tmp_path: Path, data: Any) -> None:
-    store = SessionStore(tmp_path, clock=Clock())
+    store = SessionStore(tmp_path, clock=SetClock())
     async with store.create(id="refuse") as s:
         with pytest.raises(InvalidEvent) as info:
             s.append("tool/run", data)
@@ -621,7 +589,7 @@ async def test_3_5_non_json_data_is_refused(tmp_path: Path, data: Any) -> None:
 async def test_3_5_cycles_are_refused(tmp_path: Path) -> None:
     cyclic: list[Any] = []
     cyclic.append(cyclic)
-    store = SessionStore(tmp_path, clock=Clock())
+    store = SessionStore(tmp_path, clock=SetClock())
     async with store.create(id="cyc") as s:
         with pytest.raises(InvalidEvent) as info:
             s.append("tool/run", {"c": cyclic})
@@ -629,7 +597,7 @@ async def test_3_5_cycles_are_refused(tmp_path: Path) -> None:
 
 
 async def test_3_5_lossless_values_and_structs(tmp_path: Path) -> None:
-    clock = Clock(10)
+    clock = SetClock(10)
     store = SessionStore(tmp_path, clock=clock)
     async with store.create(id="ok") as s:
         event = s.append(
@@ -749,7 +717,7 @@ def test_4_1_default_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 
 async def test_4_1_root_created_on_first_publish_0700(tmp_path: Path) -> None:
     root = tmp_path / "a" / "b" / "sessions"
-    store = SessionStore(root, clock=Clock())
+    store = SessionStore(root, clock=SetClock())
     async with store.create(id="s") as s:
         assert not root.exists()  # nothing before the first durable batch
         s.append("a/b", 1)
@@ -829,7 +797,7 @@ def test_4_2_valid_ids(tmp_path: Path) -> None:
 
 
 async def test_4_2_new_ids_are_uuid4(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, clock=Clock())
+    store = SessionStore(tmp_path, clock=SetClock())
     async with store.create() as s:
         assert uuid.UUID(s.id).version == 4 and str(uuid.UUID(s.id)) == s.id
 
@@ -868,8 +836,8 @@ async def test_4_2_identity_runs_before_repair(tmp_path: Path) -> None:
 
 async def test_4_4_second_writer_in_process_is_busy(tmp_path: Path) -> None:
     put(tmp_path / "demo-1.jsonl", log(E1))
-    store = SessionStore(tmp_path, clock=Clock())
-    other = SessionStore(tmp_path, clock=Clock())
+    store = SessionStore(tmp_path, clock=SetClock())
+    other = SessionStore(tmp_path, clock=SetClock())
     async with store.open("demo-1"):
         with pytest.raises(SessionBusy) as info:
             async with store.open("demo-1"):
@@ -907,7 +875,7 @@ async def test_e15_second_writer_in_another_process(tmp_path: Path) -> None:
         assert holder.stdout is not None and holder.stdin is not None
         line = await trio.to_thread.run_sync(holder.stdout.readline)
         assert line == "open\n"
-        store = SessionStore(tmp_path, clock=Clock(1767268800000))
+        store = SessionStore(tmp_path, clock=SetClock(1767268800000))
         with pytest.raises(SessionBusy) as info:
             async with store.open("demo-1"):
                 pass
@@ -1037,7 +1005,7 @@ async def test_5_3_write_delay_ms_range(tmp_path: Path) -> None:
 
 
 async def test_5_3_create_exists_and_no_trace_without_events(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, clock=Clock(42))
+    store = SessionStore(tmp_path, clock=SetClock(42))
     async with store.create(id="empty") as s:
         assert s.header == SessionHeader(id="empty", created_at=42)
         assert (s.next_seq, s.durable_through, s.seed_length, s.recovered) == (0, -1, 0, None)
@@ -1059,7 +1027,7 @@ async def test_5_3_create_exists_and_no_trace_without_events(tmp_path: Path) -> 
 
 async def test_5_3_create_cwd_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    store = SessionStore(tmp_path / "root", clock=Clock(1))
+    store = SessionStore(tmp_path / "root", clock=SetClock(1))
     async with store.create(id="c", cwd="sub") as s:
         assert s.header.cwd == str(tmp_path / "sub")
         s.append("a/b", 1)
@@ -1082,7 +1050,7 @@ async def test_5_3_open_not_found_and_inspect_not_found(tmp_path: Path) -> None:
 
 async def test_5_3_open_gives_durable_events(tmp_path: Path) -> None:
     put(tmp_path / "demo-1.jsonl", log(E1))
-    store = SessionStore(tmp_path, clock=Clock(1767261602000))
+    store = SessionStore(tmp_path, clock=SetClock(1767261602000))
     async with store.open("demo-1") as s:
         assert (s.id, s.path, s.next_seq, s.durable_through, s.recovered) == (
             "demo-1", tmp_path / "demo-1.jsonl", 6, 5, None,
@@ -1123,7 +1091,7 @@ async def test_5_3_delete(tmp_path: Path) -> None:
 
 
 async def test_5_4_append_observers_guards_and_reentry(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    clock = Clock(100)
+    clock = SetClock(100)
     store = SessionStore(tmp_path, clock=clock)
     seen: list[tuple[str, int]] = []
     async with store.create(id="obs") as s:
@@ -1182,7 +1150,7 @@ async def test_5_4_append_observers_guards_and_reentry(tmp_path: Path, caplog: p
 
 
 async def test_5_4_events_view_and_closed(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, clock=Clock())
+    store = SessionStore(tmp_path, clock=SetClock())
     async with store.create(id="v") as s:
         view = s.events
         s.append("a/b", 1)
@@ -1198,7 +1166,7 @@ async def test_5_4_events_view_and_closed(tmp_path: Path) -> None:
 
 
 async def test_5_4_on_flushed_once_per_batch(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, clock=Clock(), write_delay_ms=0)
+    store = SessionStore(tmp_path, clock=SetClock(), write_delay_ms=0)
     got: list[int] = []
     async with store.create(id="f") as s:
         s.on_flushed(lambda session, through: got.append(through))
@@ -1276,7 +1244,7 @@ def test_5_5_snapshot_is_read_only(tmp_path: Path) -> None:
 
 
 async def test_e13_group_commit(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
-    store = SessionStore(tmp_path, clock=TrioClock(), write_delay_ms=5)
+    store = SessionStore(tmp_path, clock=TrioWallClock(), write_delay_ms=5)
     notified: list[tuple[float, int]] = []
     results: list[int] = []
     second = trio.Event()
@@ -1317,7 +1285,7 @@ async def test_e13_group_commit(tmp_path: Path, autojump_clock: trio.testing.Moc
 
 async def test_e14_failed_sync(tmp_path: Path) -> None:
     path = put(tmp_path / "demo-1.jsonl", log(E1))
-    clock = Clock()
+    clock = SetClock()
     store = SessionStore(tmp_path, clock=clock, write_delay_ms=0)
     notified: list[int] = []
     async with store.open("demo-1") as s:
@@ -1337,7 +1305,7 @@ async def test_e14_failed_sync(tmp_path: Path) -> None:
 
 
 async def test_6_1_zero_delay_writes_only_on_flush_or_close(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
-    store = SessionStore(tmp_path, clock=TrioClock(), write_delay_ms=0)
+    store = SessionStore(tmp_path, clock=TrioWallClock(), write_delay_ms=0)
     async with store.create(id="z") as s:
         s.append("a/b", 1)
         await trio.sleep(10)
@@ -1347,7 +1315,7 @@ async def test_6_1_zero_delay_writes_only_on_flush_or_close(tmp_path: Path, auto
 
 
 async def test_6_1_background_window_writes_without_flush(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
-    store = SessionStore(tmp_path, clock=TrioClock(), write_delay_ms=5)
+    store = SessionStore(tmp_path, clock=TrioWallClock(), write_delay_ms=5)
     written = trio.Event()
     async with store.create(id="w") as s:
         s.on_flushed(lambda session, through: written.set())
@@ -1360,7 +1328,7 @@ async def test_6_1_background_window_writes_without_flush(tmp_path: Path, autoju
 
 
 async def test_6_3_publish_is_atomic_and_leaves_no_temp(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, clock=Clock(), write_delay_ms=0)
+    store = SessionStore(tmp_path, clock=SetClock(), write_delay_ms=0)
     with eventlog.fileio.spy("link") as link:
         async with store.create(id="p") as s:
             s.append("a/b", 1)
@@ -1373,7 +1341,7 @@ async def test_6_3_publish_is_atomic_and_leaves_no_temp(tmp_path: Path) -> None:
 
 async def test_6_4_background_failure_is_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     put(tmp_path / "demo-1.jsonl", log(E1))
-    store = SessionStore(tmp_path, clock=Clock(), write_delay_ms=5)
+    store = SessionStore(tmp_path, clock=SetClock(), write_delay_ms=5)
     prefix = 'background write for session "demo-1" failed (buffered events retained): '
 
     def warnings() -> list[str]:
@@ -1395,7 +1363,7 @@ async def test_6_4_background_failure_is_logged(tmp_path: Path, caplog: pytest.L
 
 async def test_6_4_removed_file_is_a_permanent_failure(tmp_path: Path) -> None:
     put(tmp_path / "demo-1.jsonl", log(E1))
-    store = SessionStore(tmp_path, clock=Clock(), write_delay_ms=0)
+    store = SessionStore(tmp_path, clock=SetClock(), write_delay_ms=0)
     async with store.open("demo-1") as s:
         os.unlink(tmp_path / "demo-1.jsonl")
         s.append("a/b", 1)
@@ -1411,7 +1379,7 @@ async def test_6_4_removed_file_is_a_permanent_failure(tmp_path: Path) -> None:
 
 
 async def test_6_6_cancelled_host_still_persists(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, clock=Clock(), write_delay_ms=60000)
+    store = SessionStore(tmp_path, clock=SetClock(), write_delay_ms=60000)
     with trio.move_on_after(0.05):
         async with store.create(id="c") as s:
             s.append("a/b", 1)
@@ -1442,7 +1410,7 @@ def test_e2_torn_tail_inspect(tmp_path: Path) -> None:
 
 async def test_e2_open_truncates_and_continues(tmp_path: Path) -> None:
     path = put(tmp_path / "demo-1.jsonl", log(E1) + E2_TORN.encode())
-    store = SessionStore(tmp_path, clock=Clock(1767265200000))
+    store = SessionStore(tmp_path, clock=SetClock(1767265200000))
     async with store.open("demo-1") as s:
         assert path.stat().st_size == 887
         assert s.recovered is not None and s.recovered.truncate_to == 887
@@ -1463,11 +1431,11 @@ async def test_e3_committed_corruption(tmp_path: Path) -> None:
     with pytest.raises(CorruptLog) as read:
         read_log(path)
     assert str(read.value).startswith(prefix)
-    store = SessionStore(tmp_path / "other", clock=Clock())
+    store = SessionStore(tmp_path / "other", clock=SetClock())
     with pytest.raises(CorruptLog) as forked:
         await store.fork(path)
     assert str(forked.value).startswith(prefix)
-    root_store = SessionStore(tmp_path, clock=Clock())
+    root_store = SessionStore(tmp_path, clock=SetClock())
     with pytest.raises(CorruptLog) as opened:
         async with root_store.open("demo-1"):
             pass
@@ -1491,7 +1459,7 @@ async def test_e4_defect_without_later_turn_end(tmp_path: Path) -> None:
     assert repair.open_turn == 1
     assert records(repair.closers) == E4_CLOSERS
     assert path.read_bytes() == data
-    store = SessionStore(tmp_path, clock=Clock())
+    store = SessionStore(tmp_path, clock=SetClock())
     async with store.open("demo-1") as s:
         assert records(s.events) == E1[1:3] + E4_CLOSERS
         assert s.durable_through == 3 and s.recovered == repair
@@ -1505,7 +1473,7 @@ async def test_e5_interrupted_tool_calls(tmp_path: Path, caplog: pytest.LogCaptu
     assert (snapshot.repair.dropped_bytes, snapshot.repair.dropped_records, snapshot.repair.defect) == (0, 0, None)
     assert snapshot.repair.open_turn == 2
     assert records(snapshot.repair.closers) == E5_CLOSERS
-    store = SessionStore(tmp_path, clock=Clock(1767300000000))
+    store = SessionStore(tmp_path, clock=SetClock(1767300000000))
     with eventlog.fileio.spy("sync") as sync, eventlog.fileio.spy("pwrite") as pwrite:
         with caplog.at_level(logging.WARNING, logger="eventlog"):
             async with store.open("demo-1") as s:
@@ -1591,7 +1559,7 @@ def test_7_2_defect_then_any_turn_end_signal_is_corruption(tmp_path: Path) -> No
 async def test_e6_fork(tmp_path: Path) -> None:
     parent = put(tmp_path / "demo-1.jsonl", log(E1))
     os.utime(parent, ns=(1_000_000_000, 1_000_000_000))
-    store = SessionStore(tmp_path, clock=Clock(1767268800000))
+    store = SessionStore(tmp_path, clock=SetClock(1767268800000))
     child = await store.fork("demo-1", at=5, id="demo-1-b")
     assert child == SessionHeader(
         id="demo-1-b", created_at=1767268800000, cwd="/home/ana", parent_session="demo-1", seed_length=6,
@@ -1607,7 +1575,7 @@ async def test_e6_fork(tmp_path: Path) -> None:
 async def test_e7_fork_refusals(tmp_path: Path) -> None:
     data = log(E1 + E5_TURN2)
     put(tmp_path / "demo-1.jsonl", data)
-    store = SessionStore(tmp_path, clock=Clock(1767268800000))
+    store = SessionStore(tmp_path, clock=SetClock(1767268800000))
     with pytest.raises(ForkError) as open_turn:
         await store.fork("demo-1", at=8, id="c1")
     assert str(open_turn.value) == 'fork boundary 8 in session "demo-1" ends inside open turn 2'
@@ -1642,7 +1610,7 @@ async def test_e7_fork_refusals(tmp_path: Path) -> None:
 
 async def test_e7_empty_parent_boundary_message(tmp_path: Path) -> None:
     put(tmp_path / "e.jsonl", log([header("e")]))
-    store = SessionStore(tmp_path, clock=Clock(77))
+    store = SessionStore(tmp_path, clock=SetClock(77))
     with pytest.raises(ForkError) as info:
         await store.fork("e", at=0, id="c")
     assert str(info.value) == 'fork boundary 0 does not exist in session "e" (last seq: none)'
@@ -1656,9 +1624,9 @@ async def test_e7_empty_parent_boundary_message(tmp_path: Path) -> None:
 
 async def test_e8_nested_fork(tmp_path: Path) -> None:
     put(tmp_path / "demo-1.jsonl", log(E1))
-    store = SessionStore(tmp_path, clock=Clock(1767268800000))
+    store = SessionStore(tmp_path, clock=SetClock(1767268800000))
     await store.fork("demo-1", at=5, id="demo-1-b")
-    store2 = SessionStore(tmp_path, clock=Clock(1767270000000))
+    store2 = SessionStore(tmp_path, clock=SetClock(1767270000000))
     at6 = await store2.fork("demo-1-b", at=6, id="g6")
     assert (at6.seed_length, at6.parent_session) == (7, "demo-1-b")
     g6 = read_log(tmp_path / "g6.jsonl").events
@@ -1672,7 +1640,7 @@ async def test_e8_nested_fork(tmp_path: Path) -> None:
 async def test_8_1_child_header_inherits_only_cwd(tmp_path: Path) -> None:
     lines = [header("p", cwd="/w", origin="subagent", agentPreset="a", owner="o", delegationDepth=3)]
     put(tmp_path / "p.jsonl", log(lines))
-    child = await SessionStore(tmp_path, clock=Clock(9)).fork("p", id="c")
+    child = await SessionStore(tmp_path, clock=SetClock(9)).fork("p", id="c")
     assert child == SessionHeader(id="c", created_at=9, cwd="/w", parent_session="p", seed_length=0)
     assert (tmp_path / "c.jsonl").read_bytes().split(b"\n")[0] == (
         b'{"type":"session","version":0,"id":"c","createdAt":9,"cwd":"/w","parentSession":"p","seedLength":0,"delegationDepth":0}'
@@ -1681,7 +1649,7 @@ async def test_8_1_child_header_inherits_only_cwd(tmp_path: Path) -> None:
 
 async def test_8_1_default_child_id_is_uuid4(tmp_path: Path) -> None:
     put(tmp_path / "demo-1.jsonl", log(E1))
-    child = await SessionStore(tmp_path, clock=Clock()).fork("demo-1")
+    child = await SessionStore(tmp_path, clock=SetClock()).fork("demo-1")
     assert uuid.UUID(child.id).version == 4
     assert (tmp_path / f"{child.id}.jsonl").exists()
 
@@ -1690,7 +1658,7 @@ async def test_8_2_cold_parent_with_torn_tail_and_packed_rows(tmp_path: Path) ->
     prefix = [header("src")] + [event_line("a/b", i) for i in range(4)]
     data = log(prefix + [E9_ROW]) + b'{"type":"a/b"'
     src = put(tmp_path / "elsewhere" / "session.jsonl", data)
-    store = SessionStore(tmp_path / "root", clock=Clock(5))
+    store = SessionStore(tmp_path / "root", clock=SetClock(5))
     child = await store.fork(src, id="kid")
     assert (child.parent_session, child.seed_length) == ("src", 7)
     kid = read_log(tmp_path / "root" / "kid.jsonl")
@@ -1700,7 +1668,7 @@ async def test_8_2_cold_parent_with_torn_tail_and_packed_rows(tmp_path: Path) ->
 
 
 async def test_8_2_live_parent_is_flushed_first(tmp_path: Path) -> None:
-    clock = Clock(1767261600000)
+    clock = SetClock(1767261600000)
     store = SessionStore(tmp_path, clock=clock, write_delay_ms=60000)
     async with store.create(id="demo-1", cwd="/home/ana") as s:
         replay(s, clock, E1[1:])
@@ -2060,7 +2028,7 @@ async def test_dsh_fork_by_path(dsh: Path, tmp_path: Path) -> None:
     parent = dsh / "fork-parent.jsonl"
     data = parent.read_bytes()
     header_id = json.loads(data.split(b"\n")[0])["id"]
-    store = SessionStore(tmp_path / "root", clock=Clock(5))
+    store = SessionStore(tmp_path / "root", clock=SetClock(5))
     child = await store.fork(parent, id="imported")
     events = read_log(parent).events
     assert (child.parent_session, child.seed_length) == (header_id, len(events))
@@ -2083,7 +2051,7 @@ def test_dsh_fork_by_path_cli(dsh: Path, tmp_path: Path, capsys: pytest.CaptureF
 
 
 async def test_turnlog_written_events_re_encode_to_line_bytes(tmp_path: Path) -> None:
-    clock = Clock(1767261600000)
+    clock = SetClock(1767261600000)
     store = SessionStore(tmp_path, clock=clock)
     async with store.create(id="demo-1", cwd="/home/ana") as s:
         replay(s, clock, E1[1:])
@@ -2097,7 +2065,7 @@ async def test_turnlog_written_events_re_encode_to_line_bytes(tmp_path: Path) ->
 
 
 async def test_e1_fresh_session(tmp_path: Path) -> None:
-    clock = Clock(1767261600000)
+    clock = SetClock(1767261600000)
     store = SessionStore(tmp_path, clock=clock)
     async with store.create(id="demo-1", cwd="/home/ana") as s:
         clock.now = 1767261600100
@@ -2131,7 +2099,7 @@ async def test_e1_fresh_session(tmp_path: Path) -> None:
 
 
 async def test_6_5_cancelling_flush_cancels_only_the_wait(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, clock=Clock(), write_delay_ms=0)
+    store = SessionStore(tmp_path, clock=SetClock(), write_delay_ms=0)
     async with store.create(id="c") as s:
         s.append("a/b", 1)
         with trio.CancelScope() as scope:
@@ -2144,7 +2112,7 @@ async def test_6_5_cancelling_flush_cancels_only_the_wait(tmp_path: Path) -> Non
 
 async def test_6_6_failed_final_flush_raises_after_releasing(tmp_path: Path) -> None:
     put(tmp_path / "demo-1.jsonl", log(E1))
-    store = SessionStore(tmp_path, clock=Clock(), write_delay_ms=60000)
+    store = SessionStore(tmp_path, clock=SetClock(), write_delay_ms=60000)
     with eventlog.fileio.fail("pwrite", errno.EIO, times=100):
         with pytest.raises(PersistenceError) as info:
             async with store.open("demo-1") as s:
