@@ -40,6 +40,7 @@ from host.boundary import HostError, check_session_id
 from host.process import EXIT_SIGINT
 
 PROMPT = "> "
+STDIN_FD = 0
 SCHEDULE_SOURCE = {"kind": "plugin", "plugin": "schedule"}
 RECENT_MESSAGES = 5
 EXIT_LINE = "reminders fire only while the session is open; continue with: turnlog chat --session {id}"
@@ -266,12 +267,11 @@ async def admit_text(host: Host, session_id: str, text: str, *, mode: str = "que
 class _Chat:
     """One chat run: the reader, the signal watcher and the commands."""
 
-    def __init__(self, host: Host, live: LiveSession, display: Display, *, interactive: bool, stdin_fd: int) -> None:
+    def __init__(self, host: Host, live: LiveSession, display: Display, *, interactive: bool) -> None:
         self.host = host
         self.live = live
         self.display = display
         self.interactive = interactive
-        self.stdin_fd = stdin_fd
         self.exit_code = 0
         self.done = trio.Event()
 
@@ -284,7 +284,7 @@ class _Chat:
         """One line at a time from stdin (worker-thread reads; the terminal edits the line)."""
         pending = b""
         while True:
-            data = await trio.to_thread.run_sync(os.read, self.stdin_fd, 65536, abandon_on_cancel=True)
+            data = await trio.to_thread.run_sync(os.read, STDIN_FD, 65536, abandon_on_cancel=True)
             if not data:
                 break
             pending += data
@@ -357,7 +357,6 @@ async def run_chat(
     adapters: Adapters,
     session_id: str | None,
     *,
-    stdin_fd: int = 0,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -374,11 +373,10 @@ async def run_chat(
             "starting with a letter or digit\n"
         )
         return 2
-    interactive = os.isatty(stdin_fd)
+    interactive = os.isatty(STDIN_FD)
     # Ctrl-C is ours from here on: queued until the watcher runs, never a KeyboardInterrupt.
     with trio.open_signal_receiver(signal.SIGINT) as signals:
-        return await _chat_session(config, adapters, sid, signals, interactive=interactive, stdin_fd=stdin_fd,
-                                   out=out, err=err)
+        return await _chat_session(config, adapters, sid, signals, interactive=interactive, out=out, err=err)
 
 
 async def _chat_session(
@@ -388,7 +386,6 @@ async def _chat_session(
     signals: AsyncIterator[int],
     *,
     interactive: bool,
-    stdin_fd: int,
     out: TextIO,
     err: TextIO,
 ) -> int:
@@ -410,7 +407,7 @@ async def _chat_session(
         if interactive:
             display.line("type /help for commands")
         host.subscribe(display)
-        chat = _Chat(host, live, display, interactive=interactive, stdin_fd=stdin_fd)
+        chat = _Chat(host, live, display, interactive=interactive)
         display.prompt()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(chat.read_lines)
