@@ -284,7 +284,6 @@ async def append_median() -> tuple[float, float]:
             t = time.perf_counter_ns()
             session.append("note/x", data)
             times.append(time.perf_counter_ns() - t)
-        await session.aclose()
     shutil.rmtree(store.root)
     return statistics.median(times) / 1000, size
 
