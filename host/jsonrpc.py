@@ -4,7 +4,7 @@ Bytes to lines: :class:`LineSplitter` splits on LF and applies the ``max_line_by
 :func:`overlong_id` finds the id of a line that was too long. Lines to frames: :func:`classify`
 decodes UTF-8 and JSON and classifies in the order of §4.1. Frames out: :func:`encode` and the
 frame builders write compact JSON with raw non-ASCII. Requests to values: the error constructors
-of §4.2 and the parameter checks of §4.3, each raising a :class:`~host.app.HostError` that
+of §4.2 and the parameter checks of §4.3, each raising a :class:`~host.boundary.HostError` that
 names the field. Nothing here performs I/O; :mod:`host.rpc` runs the server around it.
 """
 
