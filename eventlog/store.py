@@ -344,10 +344,7 @@ class SessionStore:
         """``read_log(self.path(id), expected_id=id)`` in a thread: never writes or locks.
         For a session open here it shows only what has been written."""
         path = self.path(id)
-        try:
-            return await trio.to_thread.run_sync(functools.partial(read_log, path, expected_id=id))
-        except FileNotFoundError:
-            raise SessionNotFound(id) from None
+        return await trio.to_thread.run_sync(functools.partial(read_log, path, expected_id=id))
 
     # ----------------------------------------------------------------------------- deleting
 
