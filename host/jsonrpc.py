@@ -272,10 +272,6 @@ def unknown_method(method: str) -> HostError:
     return HostError("unknown-method", f"unknown DeepSeek Harness SDK runtime method: {method}", method=method)
 
 
-def shutting_down() -> HostError:
-    return HostError("shutting-down", "SDK server is shutting down")
-
-
 def line_too_long(limit: int) -> HostError:
     return HostError("line-too-long", f"request line exceeds {limit} bytes", limit=limit)
 

@@ -25,7 +25,7 @@ from typing import Any
 import trio
 
 from host.app import EventAppended, Host, Notification, ShutdownReport, StatusChanged
-from host.boundary import HostError
+from host.boundary import HostError, shutting_down
 from host.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
     SERVER_INFO,
@@ -50,7 +50,6 @@ from host.jsonrpc import (
     result_frame,
     rpc_id_text,
     session_id_param,
-    shutting_down,
     unknown_method,
     unsupported_json,
 )
