@@ -16,7 +16,6 @@ from pathlib import Path
 
 import msgspec
 import trio
-import watchfiles
 
 from .errors import CorruptLog, SessionNotFound
 from .format import Event, SessionHeader, check_not_zstd, decode_header
@@ -274,6 +273,8 @@ async def tail(
     state = _TailState(path, start_seq)
     changes = None
     if follow:
+        import watchfiles  # here: only a follow needs it, not every importer of eventlog
+
         target = os.path.abspath(path)
         changes = watchfiles.awatch(
             os.path.dirname(target),
