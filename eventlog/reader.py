@@ -2,25 +2,39 @@
 
 Every reader here is read-only: no lock, no write, no repair. Files are opened with
 ``O_NOFOLLOW`` (a symlink is refused with ``OSError``), read with ``os.pread`` in ~1 MiB
-chunks and scanned by ``scan.Scanner``. ``read_log`` and ``read_log_fd`` report what
-open-for-write would repair in ``LogSnapshot.repair``.
+chunks and scanned by ``scan.Scanner``. ``read_log``, ``read_log_fd`` and ``index_log`` report
+what open-for-write would repair in ``LogSnapshot.repair``. ``index_log`` is ``read_log`` whose
+``events`` stay on disk: a file-backed sequence holding one offset per event (§11: validate
+streams).
 """
 
 from __future__ import annotations
 
+import bisect
 import collections
 import math
+import operator
 import os
+from array import array
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
+from typing import overload
 
 import msgspec
 import trio
 
 from .errors import CorruptLog, SessionNotFound
-from .format import Event, SessionHeader, check_not_zstd, decode_header
+from .format import (
+    Event,
+    MalformedRecord,
+    RecordDecoder,
+    SessionHeader,
+    check_not_zstd,
+    decode_header,
+)
 from .repair import TurnTracker, plan_closers
 from .scan import CHUNK_SIZE, Defect, Scanner
+from .vocab import TURN_END, TURN_START
 
 __all__ = [
     "Defect",
@@ -29,6 +43,7 @@ __all__ = [
     "read_header",
     "read_log",
     "read_log_fd",
+    "index_log",
     "iter_events",
     "tail",
 ]
@@ -39,6 +54,9 @@ TAIL_DEBOUNCE_MS = 50
 # Idle re-read period. It also bounds how long a change made before the watcher started can go
 # unseen and how long cancelling a follow waits for the watcher thread, hence well under 1 s.
 TAIL_REREAD_MS = 200
+# Bytes read around a record fetched by index from a file-backed snapshot: the checks walk
+# back a few events from a point (timecontext), so neighbours usually come from one read.
+INDEX_WINDOW = 64 * 1024
 
 
 class Repair(msgspec.Struct, frozen=True, rename="camel"):
@@ -113,6 +131,16 @@ def read_header(
     return decode_header(b"".join(parts), path, expected_id=expected_id)
 
 
+def _open_log(path: str | os.PathLike[str], expected_id: str | None) -> int:
+    # A missing file named by id is SessionNotFound (§5.6); by path, the OSError itself.
+    try:
+        return _open(path)
+    except FileNotFoundError:
+        if expected_id is None:
+            raise
+        raise SessionNotFound(expected_id) from None
+
+
 def read_log(
     path: str | os.PathLike[str], *, expected_id: str | None = None
 ) -> LogSnapshot:
@@ -123,12 +151,7 @@ def read_log(
     (header, identity, committed corruption, ``seedLength``, unrepairable open turn),
     ``UnsupportedFormat`` or ``OSError``.
     """
-    try:
-        fd = _open(path)
-    except FileNotFoundError:
-        if expected_id is None:
-            raise
-        raise SessionNotFound(expected_id) from None
+    fd = _open_log(path, expected_id)
     try:
         return read_log_fd(fd, Path(path), expected_id=expected_id)
     finally:
@@ -139,13 +162,36 @@ def read_log_fd(fd: int, path: Path, *, expected_id: str | None = None) -> LogSn
     """``read_log`` through an already open descriptor, read with ``os.pread`` from offset 0
     (the descriptor's position is not used or moved). ``path`` is for messages and the
     snapshot. The store calls this under its writer lock."""
-    scanner = Scanner(path, expected_id=expected_id)
     events: list[Event] = []
+
+    def keep(scanner: Scanner, chunk: bytes) -> None:
+        events.extend(scanner.feed(chunk))
+
+    scanner = _scan(fd, path, expected_id, keep)
+    return _snapshot(path, scanner, events, plan_closers(events, path))
+
+
+def _scan(
+    fd: int, path: Path, expected_id: str | None, feed: Callable[[Scanner, bytes], None]
+) -> Scanner:
+    # The one cold scan of read_log and index_log (§7.1): ``feed(scanner, chunk)`` feeds each
+    # chunk to the scanner and keeps what it needs of the events; then the end-of-file checks.
+    scanner = Scanner(path, expected_id=expected_id)
     for chunk in _chunks(fd):
-        events += scanner.feed(chunk)
+        feed(scanner, chunk)
     scanner.finish()
+    return scanner
+
+
+def _snapshot(
+    path: Path,
+    scanner: Scanner,
+    events: Sequence[Event],
+    planned: tuple[int | None, tuple[Event, ...]],
+) -> LogSnapshot:
+    # The snapshot of a finished scan, with what open-for-write would repair (§7.4).
     assert scanner.header is not None
-    open_turn, closers = plan_closers(events, path)
+    open_turn, closers = planned
     dropped = scanner.file_bytes - scanner.committed_bytes
     repair = None
     if dropped or closers:
@@ -165,6 +211,267 @@ def read_log_fd(fd: int, path: Path, *, expected_id: str | None = None) -> LogSn
         committed_bytes=scanner.committed_bytes,
         repair=repair,
     )
+
+
+# ----------------------------------------------------------------------- file-backed snapshot
+
+
+def index_log(
+    path: str | os.PathLike[str], *, expected_id: str | None = None
+) -> LogSnapshot:
+    """``read_log`` whose ``events`` stay on disk (§11: validate streams).
+
+    The same scan, checks, errors, ``repair`` and counts as ``read_log``; ``snapshot.events``
+    is a read-only ``Sequence[Event]`` backed by the file that holds only the byte offset of
+    each event's record (8 bytes per event) and a small cache. ``len`` is O(1); iteration
+    streams the file in ~1 MiB chunks (memory bounded by a chunk plus the largest record);
+    indexing and slicing read just the records they need. Each access opens the file again
+    (no descriptor is held) and yields events equal to ``read_log``'s, with byte-identical
+    ``to_json()``. An access that finds the indexed events gone (the file shrank, was
+    replaced or removed, or a record no longer decodes to its seq) raises ``CorruptLog``
+    saying the log changed while it was being read.
+
+    Raises what ``read_log`` raises; the closers of an open final turn are computed by
+    streaming that turn again, never by holding it.
+    """
+    fd = _open_log(path, expected_id)
+    try:
+        stat = os.fstat(fd)
+        indexer = _Indexer()
+        scanner = _scan(fd, Path(path), expected_id, indexer.feed)
+        assert scanner.header is not None
+        events = _IndexedEvents(
+            Path(path),
+            scanner.header,
+            indexer.offsets,
+            scanner.committed_bytes,
+            (stat.st_dev, stat.st_ino),
+        )
+        planned: tuple[int | None, tuple[Event, ...]] = (None, ())
+        if indexer.open_turn_at is not None:
+            # §7.3 reads only the events from the last turn/start on: the same tracker that
+            # plan_closers feeds, fed from the file (through this descriptor) instead of a list.
+            tracker = TurnTracker(path)
+            for event in events._stream(indexer.open_turn_at, len(events), fd):
+                tracker.feed(event)
+            planned = tracker.closers()
+    finally:
+        os.close(fd)
+    return _snapshot(Path(path), scanner, events, planned)
+
+
+class _SeqProbe(msgspec.Struct):
+    # The first seq of a committed record: ``seq`` of an event line, ``seq0`` of a packed row.
+    seq: int | None = None
+    seq0: int | None = None
+
+
+_SEQ_PROBE = msgspec.json.Decoder(_SeqProbe)
+
+
+class _Indexer:
+    """Feeds a cold scan and keeps, per event, the byte offset of the record that holds it,
+    plus where the final open turn (if any) starts; never the events themselves."""
+
+    def __init__(self) -> None:
+        self.offsets = array("q")
+        self.open_turn_at: int | None = None  # index of the last turn/start, while no turn/end follows
+
+    def feed(self, scanner: Scanner, chunk: bytes) -> None:
+        base = scanner.file_bytes
+        before = scanner.committed_bytes
+        first_seq = scanner.next_seq
+        events = scanner.feed(chunk)
+        after = scanner.committed_bytes
+        if after == before:
+            return  # no record completed, or nothing kept (past a defect)
+        # The records committed now are the lines from ``before`` to ``after``: the first
+        # starts at ``before`` (maybe in an earlier chunk), each next one after an LF of this
+        # chunk. Before the header is committed (``before == 0``) the first line is the header.
+        starts = [before]
+        find = chunk.find
+        pos = max(before - base, 0)
+        last_lf = after - base - 1
+        while (lf := find(b"\n", pos, last_lf)) >= 0:
+            starts.append(base + lf + 1)
+            pos = lf + 1
+        if before == 0:
+            del starts[0]
+        if len(starts) == len(events):
+            self.offsets.extend(starts)
+        else:
+            self._extend_rows(chunk, base, starts, after, first_seq, len(events))
+        self._track_turn(events, first_seq)
+
+    def _extend_rows(
+        self, chunk: bytes, base: int, starts: list[int], end: int, first_seq: int, count: int
+    ) -> None:
+        # Packed chunk rows (§3.6) make one record stand for several events: every record but
+        # the first lies wholly in this chunk, and its first seq says where its events begin.
+        firsts = [first_seq]
+        for start, stop in zip(starts[1:], starts[2:] + [end]):
+            probe = _SEQ_PROBE.decode(chunk[start - base : stop - base - 1])
+            firsts.append(probe.seq if probe.seq is not None else probe.seq0)  # type: ignore[arg-type]
+        firsts.append(first_seq + count)
+        offsets = self.offsets
+        for k, start in enumerate(starts):
+            offsets.extend(array("q", [start]) * (firsts[k + 1] - firsts[k]))
+
+    def _track_turn(self, events: list[Event], first_seq: int) -> None:
+        # Only the last turn marker matters (§7.3), so look from the end of the batch.
+        for k in range(len(events) - 1, -1, -1):
+            kind = events[k].type
+            if kind == TURN_START:
+                self.open_turn_at = first_seq + k
+                return
+            if kind == TURN_END:
+                self.open_turn_at = None
+                return
+
+
+class _IndexedEvents(Sequence[Event]):
+    """The events of a log, read from its file on demand (see ``index_log``).
+
+    Holds the path, the header, ``offsets`` (the record start of each event; the members of a
+    packed row share one), the committed end, the file's identity, a decoder, and a cache of
+    one read window and one decoded record. Not thread-safe for concurrent use.
+    """
+
+    __slots__ = ("_path", "_header", "_offsets", "_end", "_identity", "_decoder", "_window", "_record")
+
+    def __init__(
+        self,
+        path: Path,
+        header: SessionHeader,
+        offsets: array[int],
+        end: int,
+        identity: tuple[int, int],
+    ) -> None:
+        self._path = path
+        self._header = header
+        self._offsets = offsets
+        self._end = end  # committed_bytes: the end of the last record
+        self._identity = identity  # (st_dev, st_ino) of the indexed file
+        self._decoder = RecordDecoder()
+        self._window: tuple[int, bytes] = (0, b"")  # (file offset, bytes read there)
+        self._record: tuple[int, int, list[Event]] | None = None  # (offset, first index, events)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __repr__(self) -> str:
+        return f"<events of {str(self._path)!r}: {len(self)} indexed>"
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._stream(0, len(self))
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Event]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step == 1:
+                return list(self._stream(start, stop)) if start < stop else []
+            return [self._event(i) for i in range(start, stop, step)]
+        i = operator.index(index)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("event index out of range")
+        return self._event(i)
+
+    # ------------------------------------------------------------------ reading
+
+    def _changed(self, detail: str) -> CorruptLog:
+        return CorruptLog(self._path, f"the log changed while it was being read ({detail})")
+
+    def _open(self) -> int:
+        try:
+            fd = _open(self._path)
+        except FileNotFoundError:
+            raise self._changed("the file is gone") from None
+        stat = os.fstat(fd)
+        if (stat.st_dev, stat.st_ino) != self._identity:
+            os.close(fd)
+            raise self._changed("the path names another file now")
+        return fd
+
+    def _bounds(self, i: int) -> tuple[int, int, int]:
+        # (record start, index of its first event, record end) of the record holding event i.
+        offsets = self._offsets
+        start = offsets[i]
+        first = bisect.bisect_left(offsets, start, 0, i)
+        after = bisect.bisect_right(offsets, start, i)
+        return start, first, offsets[after] if after < len(offsets) else self._end
+
+    def _stream(self, start: int, stop: int, fd: int | None = None) -> Iterator[Event]:
+        """Events ``start`` to ``stop - 1``, scanned from their records in ~1 MiB chunks."""
+        if start >= stop:
+            return
+        begin, first, _ = self._bounds(start)
+        end = self._bounds(stop - 1)[2]
+        own = fd is None
+        if fd is None:
+            fd = self._open()
+        try:
+            # Resume at a record boundary found by the cold scan; its line number only serves
+            # defect messages, and any defect here means the file changed, so it is not kept.
+            scanner = Scanner(self._path, resume=(self._header, begin, 0, first))
+            for chunk in _chunks(fd, begin, end):
+                try:
+                    events = scanner.feed(chunk)
+                except CorruptLog:
+                    raise self._changed(f"records after byte {begin} no longer scan") from None
+                for event in events:
+                    # A packed row's record also holds members before start or after stop.
+                    if start <= event.seq < stop:
+                        yield event
+        finally:
+            if own:
+                os.close(fd)
+        if scanner.next_seq < stop:
+            raise self._changed(f"expected event {scanner.next_seq} at or before byte {end}")
+
+    def _event(self, i: int) -> Event:
+        record = self._record
+        if record is None or record[0] != self._offsets[i]:
+            start, first, end = self._bounds(i)
+            line = self._read(start, end)
+            try:
+                if not line.isascii():
+                    line.decode("utf-8")  # the decoder needs valid UTF-8 (§3.1)
+                events = self._decoder.decode(line, first)
+            except (UnicodeDecodeError, MalformedRecord):
+                raise self._changed(f"the record at byte {start} is not event {first}") from None
+            if len(events) != bisect.bisect_right(self._offsets, start, i) - first:
+                raise self._changed(f"the record at byte {start} holds other events")
+            record = self._record = (start, first, events)
+        return record[2][i - record[1]]
+
+    def _read(self, start: int, end: int) -> bytes:
+        """The record at ``[start, end)`` without its LF, from the cached window or a new
+        read of up to ``INDEX_WINDOW`` bytes around it."""
+        base, window = self._window
+        if not (base <= start and end <= base + len(window)):
+            low = max(min(start, end - INDEX_WINDOW // 2), self._offsets[0])
+            high = min(max(end, start + INDEX_WINDOW // 2), self._end)
+            fd = self._open()
+            try:
+                window = os.pread(fd, high - low, low)
+            finally:
+                os.close(fd)
+            base = low
+            if len(window) < end - low:
+                raise self._changed(f"the file ends before byte {end}")
+            self._window = (base, window)
+        if window[end - base - 1] != 0x0A:
+            raise self._changed(f"no record ends at byte {end}")
+        # A copy, so the decoded events do not keep the whole window alive.
+        return window[start - base : end - base - 1]
 
 
 def _check_start_seq(start_seq: int) -> None:
