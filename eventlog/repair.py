@@ -87,9 +87,20 @@ _TRACKED = frozenset(
 )
 
 
+# A turn that ends is never decoded: the open turn's tracked events wait (referencing the
+# scanner's chunks) until ``closers()`` needs them. Past this much data the open turn is decoded
+# as it goes instead, so a long turn keeps only a few chunks alive.
+_DEFER_BYTES = 1 << 21
+
+
 class TurnTracker:
-    """The §7.3 state of a log, fed its committed events in order (bounded memory: the open
-    turn's pending tool calls). ``closers()`` gives what repair appends after them."""
+    """The §7.3 state of a log, fed its committed events in order. ``closers()`` gives what
+    repair appends after them.
+
+    Bounded memory: the open turn's pending tool calls, plus its tracked events while their
+    data totals under 2 MiB. Those are decoded only if ``closers()`` is called while their
+    turn is open, so a log of finished turns is streamed without decoding any data.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self._path = path
@@ -97,6 +108,8 @@ class TurnTracker:
         self._open_step: int | None = None
         self._pending: dict[str, tuple[int, int | None]] = {}  # callId -> (step, tool/call seq)
         self._malformed: Event | None = None  # first unreadable event of the open turn
+        self._deferred: list[Event] = []  # the open turn's tracked events, not yet decoded
+        self._deferred_bytes = 0  # data of every event since that turn/start
         self._next_seq = 0
         self._time = 0
 
@@ -104,13 +117,32 @@ class TurnTracker:
         self._next_seq = event.seq + 1
         self._time = event.time
         kind = event.type
-        if kind not in _TRACKED:
-            return
         if kind == vocab.TURN_END:
             self._open_turn = self._open_step = self._malformed = None
             self._pending.clear()
+            self._deferred.clear()
             return
         if kind == vocab.TURN_START:
+            self._open_turn = 0  # open; its number is decoded with the rest, if needed
+            self._deferred = [event]
+            self._deferred_bytes = 0
+            return
+        if self._deferred:
+            self._deferred_bytes += len(event.data)
+            if kind in _TRACKED:
+                self._deferred.append(event)
+            if self._deferred_bytes > _DEFER_BYTES:
+                self._catch_up()
+        elif kind in _TRACKED:
+            self._track(event)
+
+    def _catch_up(self) -> None:
+        deferred, self._deferred = self._deferred, []
+        for event in deferred:
+            self._track(event)
+
+    def _track(self, event: Event) -> None:
+        if event.type == vocab.TURN_START:
             self._open_turn = 0
             self._open_step = self._malformed = None
             self._pending.clear()
@@ -150,6 +182,7 @@ class TurnTracker:
     def closers(self) -> tuple[int | None, tuple[Event, ...]]:
         """``(open_turn, closers)`` after the events fed so far; ``(None, ())`` if no turn is
         open. Raises ``CorruptLog`` if the open turn has an event whose fields cannot be read."""
+        self._catch_up()
         if self._open_turn is None:
             return None, ()
         if self._malformed is not None:

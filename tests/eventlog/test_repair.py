@@ -6,7 +6,10 @@ import json
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from eventlog import repair
 from eventlog.errors import CorruptLog
 from eventlog.format import Event, build_event
 from eventlog.repair import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, TurnTracker, plan_closers
@@ -216,3 +219,65 @@ def test_tracker_fed_everything_matches_plan_closers() -> None:
     for event in bad:
         tracker.feed(event)
     assert [c.type for c in tracker.closers()[1]] == ["turn/end"]
+
+
+def _fed(events: list[Event]) -> tuple[int | None, tuple[Event, ...]] | str:
+    tracker = TurnTracker("/p")
+    for event in events:
+        tracker.feed(event)
+    try:
+        return tracker.closers()
+    except CorruptLog as exc:
+        return str(exc)
+
+
+def test_a_long_open_turn_is_decoded_as_it_goes_with_the_same_closers() -> None:
+    # Over 2 MiB of data after the tool call: the tracker stops deferring mid-turn.
+    big = "x" * (1 << 20)
+    events = [
+        _event(0, "turn/start", {"turn": 1}),
+        _event(1, "step/start", {"turn": 1, "step": 1}),
+        _assistant(2, 1, "a", "b"),
+        *[_event(seq, "note/big", {"text": big}) for seq in (3, 4, 5)],
+        _event(6, "tool/call", {"turn": 1, "step": 1, "callId": "b"}),
+    ]
+    turn, closers = _fed(events)  # type: ignore[misc]
+    assert turn == 1
+    assert [(c.type, c.source_event_seqs) for c in closers] == [
+        ("tool/result", None),  # "a": never started
+        ("tool/result", (6,)),  # "b": outcome unknown
+        ("step/end", None),
+        ("turn/end", None),
+    ]
+    malformed = [events[0], _event(1, "step/start", {"step": "1"}), *events[3:6]]
+    assert _fed(malformed) == (
+        'corrupt session log "/p": cannot repair interrupted turn: step/start at seq 1 has malformed data'
+    )
+
+
+_STEP_EVENTS = st.sampled_from(["turn/start", "turn/end", "step/start", "step/end", "assistant", "call", "result", "note", "bad"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_STEP_EVENTS, st.sampled_from(["a", "b"]), st.integers(0, 40)), max_size=30))
+def test_deferring_never_changes_the_outcome(script: list[tuple[str, str, int]]) -> None:
+    events: list[Event] = []
+    for seq, (kind, call_id, size) in enumerate(script):
+        if kind == "assistant":
+            events.append(_assistant(seq, 1, call_id))
+        elif kind == "call":
+            events.append(_event(seq, "tool/call", {"turn": 1, "step": 1, "callId": call_id}))
+        elif kind == "result":
+            events.append(_result(seq, call_id))
+        elif kind == "note":
+            events.append(_event(seq, "note/x", "y" * size))
+        elif kind == "bad":
+            events.append(_event(seq, "step/start", {"step": None}))
+        else:
+            events.append(_event(seq, kind, {"turn": 1, "step": 1}))
+    outcomes = []
+    for limit in (-1, 20, 1 << 30):  # decode at once, switch mid-turn, never switch
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(repair, "_DEFER_BYTES", limit)
+            outcomes.append(_fed(events))
+    assert outcomes[0] == outcomes[1] == outcomes[2]
