@@ -43,10 +43,11 @@ from .errors import (
     ForkError,
     InvalidSessionId,
     SessionNotFound,
+    SurfaceError,
     UnsupportedFormat,
 )
 from .format import Event, SessionHeader, check_session_id
-from .reader import LogSnapshot, Repair, iter_events, read_header, read_log, tail
+from .reader import LogIndexer, LogSnapshot, Repair, iter_events, read_header, read_log, tail
 from .store import SessionStore, default_root
 
 __all__ = ["Check", "main"]
@@ -292,17 +293,35 @@ class Verdict:
 # =========================================================================== validation rules
 
 
+class _ParentUnreadable(Exception):
+    """The fork parent could not be read while comparing the seed; the cause is chained."""
+
+
+def _parent_events(parent_path: Path) -> Iterator[Event]:
+    # The parent's events, with its read errors told apart from the child's (whose events are
+    # read from the file too, and whose errors are the child's own verdict).
+    try:
+        yield from iter_events(parent_path)
+    except (EventLogError, OSError) as exc:
+        raise _ParentUnreadable() from exc
+
+
 def seed_messages(child: LogSnapshot, parent_path: Path) -> list[str]:
     """Compare a fork child's seed with its parent's first ``seedLength`` events, as canonical
-    records (§10.3). Empty when they agree. (``read_log`` already refused a child whose
-    ``seedLength`` exceeds its own events.)"""
+    records (§10.3). Empty when they agree. (Reading the child already refused one whose
+    ``seedLength`` exceeds its own events.)
+
+    Both logs are streamed in step, one event of each at a time. A parent that cannot be read
+    raises ``_ParentUnreadable`` chained to its error; errors reading the child propagate."""
     parent_id = child.header.parent_session
     seed_length = child.header.seed_length or 0
     seen = 0
-    for parent_event in iter_events(parent_path):
-        if seen >= seed_length:
-            break
-        if parent_event.to_json() != child.events[seen].to_json():
+    # The parent first: as before, one parent event past the seed is read (or the parent's end
+    # reached, with its end-of-file checks) before the comparison stops.
+    for parent_event, child_event in zip(
+        _parent_events(parent_path), itertools.islice(child.events, seed_length)
+    ):
+        if parent_event.to_json() != child_event.to_json():
             return [
                 f'fork seed differs from parent "{parent_id}" at seq {seen} '
                 f"(seedLength {seed_length})"
@@ -316,35 +335,72 @@ def seed_messages(child: LogSnapshot, parent_path: Path) -> list[str]:
     return []
 
 
-def rule_messages(snapshot: LogSnapshot, checks: Sequence[Check]) -> list[str]:
-    """Every higher-rule violation of a readable log: core vocabulary (§9), turn/step
-    structure (§9.3), the surface fold (§3.3), the fork seed, then the packages' checks."""
-    messages: list[str] = []
-    for event in snapshot.events:
+def _decoded(events: Iterable[Event], messages: list[str]) -> Iterator[Event]:
+    """``events`` unchanged, each checked against the core vocabulary (§9) on the way, its
+    failure appended to ``messages``: vocabulary and structure share one pass over the log."""
+    decode = vocab.decode
+    for event in events:
         try:
-            vocab.decode(event)
+            decode(event)
         except EventLogError as exc:
             messages.append(str(exc))
-    # The structure is judged on the log as the next open will leave it: repair's closers end
-    # an interrupted turn, which alone is "repairable", not "invalid".
-    closers = snapshot.repair.closers if snapshot.repair is not None else ()
-    messages.extend(vocab.check_structure([*snapshot.events, *closers]))
+        yield event
+
+
+def _concerns(exc: BaseException, snapshot: LogSnapshot) -> bool:
+    """True for an error reading the snapshot's own file (it changed or vanished under a
+    file-backed snapshot): the log's verdict, not a failure of the check that met it."""
+    if isinstance(exc, CorruptLog):
+        return exc.path == snapshot.path
+    return isinstance(exc, OSError) and exc.filename is not None and Path(exc.filename) == snapshot.path
+
+
+def fold_messages(events: Iterable[Event]) -> list[str]:
+    """The surface fold's verdict on ``events`` (§3.3): its one message, or none."""
     try:
-        surface.fold(snapshot.events)
-    except EventLogError as exc:
-        messages.append(str(exc))
+        surface.fold(events)
+    except SurfaceError as exc:
+        return [str(exc)]
+    return []
+
+
+def rule_messages(
+    snapshot: LogSnapshot, checks: Sequence[Check], *, folded: list[str] | None = None
+) -> list[str]:
+    """Every higher-rule violation of a readable log: core vocabulary (§9), turn/step
+    structure (§9.3), the surface fold (§3.3), the fork seed, then the packages' checks.
+
+    ``folded`` is ``fold_messages(snapshot.events)`` when the caller already has it (validate
+    folds on the scan that indexes the log). ``snapshot.events`` is only iterated, never
+    copied (it may be file-backed, §11): one pass for vocabulary and structure, one for the
+    fold unless given, one for the seed, then whatever each check does. Errors reading the
+    snapshot's own file (``CorruptLog`` for a log that changed, ``OSError``) propagate."""
+    messages: list[str] = []
+    # The structure is judged on the log as the next open will leave it: repair's closers end
+    # an interrupted turn, which alone is "repairable", not "invalid". Vocabulary messages come
+    # first, as each event is decoded on its way into the structure check.
+    closers = snapshot.repair.closers if snapshot.repair is not None else ()
+    structure = vocab.check_structure(
+        itertools.chain(_decoded(snapshot.events, messages), closers)
+    )
+    messages.extend(structure)
+    messages.extend(fold_messages(snapshot.events) if folded is None else folded)
     parent = snapshot.header.parent_session
     if parent is not None:
         parent_path = _sibling(snapshot.path, parent)
         if parent_path is not None and parent_path.is_file():
             try:
                 messages.extend(seed_messages(snapshot, parent_path))
-            except (EventLogError, OSError) as exc:
-                messages.append(f'cannot compare the fork seed with parent "{parent}": {exc}')
+            except _ParentUnreadable as exc:
+                messages.append(
+                    f'cannot compare the fork seed with parent "{parent}": {exc.__cause__}'
+                )
     for check in checks:
         try:
             messages.extend(check(snapshot))
         except Exception as exc:  # a broken check is reported, never fatal to validate
+            if _concerns(exc, snapshot):
+                raise
             name = getattr(check, "__qualname__", repr(check))
             messages.append(f"check {name} failed: {type(exc).__name__}: {exc}")
     return messages
@@ -360,9 +416,19 @@ def _sibling(path: Path, session_id: str) -> Path | None:
 def validate_log(
     path: Path, *, expected_id: str | None, label: str, checks: Sequence[Check]
 ) -> Verdict:
-    """Read one log without writing and judge it (§10.3)."""
+    """Read one log without writing and judge it (§10.3).
+
+    The log is indexed, not loaded (``index_log``): the checks stream it from the file, so
+    memory stays bounded by the largest record plus 8 bytes per event (§11). The surface fold
+    runs on the indexing scan itself, saving a pass. A log that changes while it is judged is
+    ``corrupt``; one that becomes unreadable, ``unreadable``."""
     try:
-        snapshot = read_log(path, expected_id=expected_id)
+        indexer = LogIndexer(path, expected_id=expected_id)
+        folded = fold_messages(indexer)
+        snapshot = indexer.snapshot()
+        events = len(snapshot.events)
+        ident = snapshot.header.id
+        messages = rule_messages(snapshot, checks, folded=folded)
     except UnsupportedFormat as exc:
         return Verdict(expected_id, str(path), "unsupported", None, (str(exc),), label)
     except CorruptLog as exc:
@@ -372,9 +438,6 @@ def validate_log(
         return Verdict(expected_id, str(path), "unreadable", None, (message,), label)
     except OSError as exc:
         return Verdict(expected_id, str(path), "unreadable", None, (_os_message(path, exc),), label)
-    events = len(snapshot.events)
-    ident = snapshot.header.id
-    messages = rule_messages(snapshot, checks)
     if messages:
         return Verdict(ident, str(path), "invalid", events, tuple(messages), label)
     if snapshot.repair is not None:

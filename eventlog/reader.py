@@ -44,6 +44,7 @@ __all__ = [
     "read_log",
     "read_log_fd",
     "index_log",
+    "LogIndexer",
     "iter_events",
     "tail",
 ]
@@ -162,25 +163,19 @@ def read_log_fd(fd: int, path: Path, *, expected_id: str | None = None) -> LogSn
     """``read_log`` through an already open descriptor, read with ``os.pread`` from offset 0
     (the descriptor's position is not used or moved). ``path`` is for messages and the
     snapshot. The store calls this under its writer lock."""
+    scanner = Scanner(path, expected_id=expected_id)
     events: list[Event] = []
-
-    def keep(scanner: Scanner, chunk: bytes) -> None:
-        events.extend(scanner.feed(chunk))
-
-    scanner = _scan(fd, path, expected_id, keep)
+    for _, kept in _scan(fd, scanner):
+        events += kept
     return _snapshot(path, scanner, events, plan_closers(events, path))
 
 
-def _scan(
-    fd: int, path: Path, expected_id: str | None, feed: Callable[[Scanner, bytes], None]
-) -> Scanner:
-    # The one cold scan of read_log and index_log (§7.1): ``feed(scanner, chunk)`` feeds each
-    # chunk to the scanner and keeps what it needs of the events; then the end-of-file checks.
-    scanner = Scanner(path, expected_id=expected_id)
+def _scan(fd: int, scanner: Scanner) -> Iterator[tuple[bytes, list[Event]]]:
+    # The cold scan of read_log and index_log (§7.1): each chunk with the events the records
+    # it completes hold, then the end-of-file checks (torn tail, seedLength).
     for chunk in _chunks(fd):
-        feed(scanner, chunk)
+        yield chunk, scanner.feed(chunk)
     scanner.finish()
-    return scanner
 
 
 def _snapshot(
@@ -231,33 +226,10 @@ def index_log(
     replaced or removed, or a record no longer decodes to its seq) raises ``CorruptLog``
     saying the log changed while it was being read.
 
-    Raises what ``read_log`` raises; the closers of an open final turn are computed by
-    streaming that turn again, never by holding it.
+    Raises what ``read_log`` raises. ``LogIndexer`` does the same while handing the events of
+    the indexing scan to a caller.
     """
-    fd = _open_log(path, expected_id)
-    try:
-        stat = os.fstat(fd)
-        indexer = _Indexer()
-        scanner = _scan(fd, Path(path), expected_id, indexer.feed)
-        assert scanner.header is not None
-        events = _IndexedEvents(
-            Path(path),
-            scanner.header,
-            indexer.offsets,
-            scanner.committed_bytes,
-            (stat.st_dev, stat.st_ino),
-        )
-        planned: tuple[int | None, tuple[Event, ...]] = (None, ())
-        if indexer.open_turn_at is not None:
-            # §7.3 reads only the events from the last turn/start on: the same tracker that
-            # plan_closers feeds, fed from the file (through this descriptor) instead of a list.
-            tracker = TurnTracker(path)
-            for event in events._stream(indexer.open_turn_at, len(events), fd):
-                tracker.feed(event)
-            planned = tracker.closers()
-    finally:
-        os.close(fd)
-    return _snapshot(Path(path), scanner, events, planned)
+    return LogIndexer(path, expected_id=expected_id).snapshot()
 
 
 class _SeqProbe(msgspec.Struct):
@@ -269,64 +241,107 @@ class _SeqProbe(msgspec.Struct):
 _SEQ_PROBE = msgspec.json.Decoder(_SeqProbe)
 
 
-class _Indexer:
-    """Feeds a cold scan and keeps, per event, the byte offset of the record that holds it,
-    plus where the final open turn (if any) starts; never the events themselves."""
+class LogIndexer:
+    """The scan of ``index_log``, whose events a caller may consume on the way.
 
-    def __init__(self) -> None:
-        self.offsets = array("q")
-        self.open_turn_at: int | None = None  # index of the last turn/start, while no turn/end follows
+    Iterating it (once) opens the file, scans it exactly as ``read_log`` does and yields the
+    committed events in order while recording each one's record offset, never the events
+    themselves; memory stays bounded by a chunk plus the largest record. ``snapshot()`` then
+    gives what ``index_log`` gives (scanning the rest first if the iteration stopped early).
+    Both raise what ``read_log`` raises; after an error there is no snapshot. So a single
+    pass serves a consumer of the events (e.g. ``validate``'s surface fold) and the index.
+    """
 
-    def feed(self, scanner: Scanner, chunk: bytes) -> None:
-        base = scanner.file_bytes
-        before = scanner.committed_bytes
-        first_seq = scanner.next_seq
-        events = scanner.feed(chunk)
-        after = scanner.committed_bytes
-        if after == before:
-            return  # no record completed, or nothing kept (past a defect)
-        # The records committed now are the lines from ``before`` to ``after``: the first
-        # starts at ``before`` (maybe in an earlier chunk), each next one after an LF of this
-        # chunk. Before the header is committed (``before == 0``) the first line is the header.
+    def __init__(self, path: str | os.PathLike[str], *, expected_id: str | None = None) -> None:
+        self._path = Path(path)
+        self._expected_id = expected_id
+        self._offsets = array("q")
+        self._committed = 0  # committed_bytes after the previous chunk
+        self._open_turn_at: int | None = None  # last turn/start, while no turn/end follows it
+        self._events = self._run()
+        self._result: LogSnapshot | None = None
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._events
+
+    def snapshot(self) -> LogSnapshot:
+        """The ``index_log`` snapshot; finishes the scan if the iteration did not."""
+        for _ in self._events:
+            pass
+        if self._result is None:
+            raise RuntimeError("the scan failed; there is no snapshot")
+        return self._result
+
+    def _run(self) -> Iterator[Event]:
+        path = self._path
+        fd = _open_log(path, self._expected_id)
+        try:
+            stat = os.fstat(fd)
+            scanner = Scanner(path, expected_id=self._expected_id)
+            for chunk, kept in _scan(fd, scanner):
+                if scanner.committed_bytes != self._committed:
+                    self._index(scanner, chunk, kept)
+                yield from kept
+            assert scanner.header is not None
+            events = _IndexedEvents(
+                path, scanner.header, self._offsets, scanner.committed_bytes,
+                (stat.st_dev, stat.st_ino),
+            )
+            planned: tuple[int | None, tuple[Event, ...]] = (None, ())
+            if self._open_turn_at is not None:
+                # §7.3 reads only the events from the last turn/start on: the tracker that
+                # plan_closers feeds, fed from the file (this descriptor) instead of a list.
+                tracker = TurnTracker(path)
+                for event in events._stream(self._open_turn_at, len(events), fd):
+                    tracker.feed(event)
+                planned = tracker.closers()
+        finally:
+            os.close(fd)
+        self._result = _snapshot(path, scanner, events, planned)
+
+    def _index(self, scanner: Scanner, chunk: bytes, events: list[Event]) -> None:
+        # Record the offsets of the records this chunk completed: the lines from the previous
+        # committed end to the new one. The first starts there (maybe in an earlier chunk),
+        # each next one after an LF of this chunk. Before the header is committed the first
+        # line is the header.
+        base = scanner.file_bytes - len(chunk)
+        before, self._committed = self._committed, scanner.committed_bytes
+        first_seq = scanner.next_seq - len(events)
         starts = [before]
         find = chunk.find
         pos = max(before - base, 0)
-        last_lf = after - base - 1
+        last_lf = scanner.committed_bytes - base - 1
         while (lf := find(b"\n", pos, last_lf)) >= 0:
-            starts.append(base + lf + 1)
             pos = lf + 1
+            starts.append(base + pos)
         if before == 0:
             del starts[0]
         if len(starts) == len(events):
-            self.offsets.extend(starts)
+            self._offsets.extend(starts)
         else:
-            self._extend_rows(chunk, base, starts, after, first_seq, len(events))
-        self._track_turn(events, first_seq)
-
-    def _extend_rows(
-        self, chunk: bytes, base: int, starts: list[int], end: int, first_seq: int, count: int
-    ) -> None:
-        # Packed chunk rows (§3.6) make one record stand for several events: every record but
-        # the first lies wholly in this chunk, and its first seq says where its events begin.
-        firsts = [first_seq]
-        for start, stop in zip(starts[1:], starts[2:] + [end]):
-            probe = _SEQ_PROBE.decode(chunk[start - base : stop - base - 1])
-            firsts.append(probe.seq if probe.seq is not None else probe.seq0)  # type: ignore[arg-type]
-        firsts.append(first_seq + count)
-        offsets = self.offsets
-        for k, start in enumerate(starts):
-            offsets.extend(array("q", [start]) * (firsts[k + 1] - firsts[k]))
-
-    def _track_turn(self, events: list[Event], first_seq: int) -> None:
+            self._index_rows(chunk, base, starts, first_seq, len(events))
         # Only the last turn marker matters (§7.3), so look from the end of the batch.
         for k in range(len(events) - 1, -1, -1):
             kind = events[k].type
             if kind == TURN_START:
-                self.open_turn_at = first_seq + k
-                return
+                self._open_turn_at = first_seq + k
+                break
             if kind == TURN_END:
-                self.open_turn_at = None
-                return
+                self._open_turn_at = None
+                break
+
+    def _index_rows(
+        self, chunk: bytes, base: int, starts: list[int], first_seq: int, count: int
+    ) -> None:
+        # Packed chunk rows (§3.6) make one record stand for several events: every record but
+        # the first lies wholly in this chunk, and its first seq says where its events begin.
+        firsts = [first_seq]
+        for start, stop in zip(starts[1:], starts[2:] + [self._committed]):
+            probe = _SEQ_PROBE.decode(chunk[start - base : stop - base - 1])
+            firsts.append(probe.seq if probe.seq is not None else probe.seq0)  # type: ignore[arg-type]
+        firsts.append(first_seq + count)
+        for k, start in enumerate(starts):
+            self._offsets.extend(array("q", [start]) * (firsts[k + 1] - firsts[k]))
 
 
 class _IndexedEvents(Sequence[Event]):
