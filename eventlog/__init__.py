@@ -23,7 +23,16 @@ from .errors import (
     UnsupportedFormat,
 )
 from .format import Clock, Event, ReplaceOp, SessionHeader, SurfaceOp, SystemClock
-from .reader import Defect, LogSnapshot, Repair, iter_events, read_header, read_log, tail
+from .reader import (
+    Defect,
+    LogSnapshot,
+    Repair,
+    index_log,
+    iter_events,
+    read_header,
+    read_log,
+    tail,
+)
 from .session import Session
 from .store import SessionInfo, SessionRootError, SessionStore, default_root
 from . import surface, vocab  # so `import eventlog` gives eventlog.surface.fold and eventlog.vocab
@@ -66,6 +75,7 @@ __all__ = [
     "SystemClock",
     "UnsupportedFormat",
     "default_root",
+    "index_log",
     "iter_events",
     "read_header",
     "read_log",
