@@ -352,7 +352,9 @@ def _concerns(exc: BaseException, snapshot: LogSnapshot) -> bool:
     file-backed snapshot): the log's verdict, not a failure of the check that met it."""
     if isinstance(exc, CorruptLog):
         return exc.path == snapshot.path
-    return isinstance(exc, OSError) and exc.filename is not None and Path(exc.filename) == snapshot.path
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return Path(exc.filename) == snapshot.path
+    return False
 
 
 def fold_messages(events: Iterable[Event]) -> list[str]:

@@ -338,7 +338,9 @@ class LogIndexer:
         firsts = [first_seq]
         for start, stop in zip(starts[1:], starts[2:] + [self._committed]):
             probe = _SEQ_PROBE.decode(chunk[start - base : stop - base - 1])
-            firsts.append(probe.seq if probe.seq is not None else probe.seq0)  # type: ignore[arg-type]
+            first = probe.seq if probe.seq is not None else probe.seq0
+            assert first is not None  # the scanner accepted this record
+            firsts.append(first)
         firsts.append(first_seq + count)
         for k, start in enumerate(starts):
             self._offsets.extend(array("q", [start]) * (firsts[k + 1] - firsts[k]))
@@ -352,7 +354,9 @@ class _IndexedEvents(Sequence[Event]):
     one read window and one decoded record. Not thread-safe for concurrent use.
     """
 
-    __slots__ = ("_path", "_header", "_offsets", "_end", "_identity", "_decoder", "_window", "_record")
+    __slots__ = (
+        "_path", "_header", "_offsets", "_end", "_identity", "_decoder", "_window", "_record"
+    )
 
     def __init__(
         self,
