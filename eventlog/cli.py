@@ -335,16 +335,30 @@ def seed_messages(child: LogSnapshot, parent_path: Path) -> list[str]:
     return []
 
 
-def _decoded(events: Iterable[Event], messages: list[str]) -> Iterator[Event]:
-    """``events`` unchanged, each checked against the core vocabulary (§9) on the way, its
-    failure appended to ``messages``: vocabulary and structure share one pass over the log."""
-    decode = vocab.decode
-    for event in events:
-        try:
-            decode(event)
-        except EventLogError as exc:
-            messages.append(str(exc))
-        yield event
+def core_messages(events: Iterable[Event], closers: Iterable[Event]) -> list[str]:
+    """eventlog's own rules over one pass of ``events``: the core vocabulary (§9), then the
+    turn/step structure (§9.3) of the events followed by ``closers``, then the surface fold
+    (§3.3). ``closers`` is iterated only after ``events`` is exhausted."""
+    vocabulary: list[str] = []
+    history = surface.History()
+    folded: list[str] = []
+
+    def checked() -> Iterator[Event]:
+        decode = vocab.decode
+        for event in events:
+            try:
+                decode(event)
+            except EventLogError as exc:
+                vocabulary.append(str(exc))
+            if not folded:  # the fold stops at its first error
+                try:
+                    history.add(event)
+                except SurfaceError as exc:
+                    folded.append(str(exc))
+            yield event
+
+    structure = vocab.check_structure(itertools.chain(checked(), closers))
+    return [*vocabulary, *structure, *folded]
 
 
 def _concerns(exc: BaseException, snapshot: LogSnapshot) -> bool:
@@ -357,36 +371,26 @@ def _concerns(exc: BaseException, snapshot: LogSnapshot) -> bool:
     return False
 
 
-def fold_messages(events: Iterable[Event]) -> list[str]:
-    """The surface fold's verdict on ``events`` (§3.3): its one message, or none."""
-    try:
-        surface.fold(events)
-    except SurfaceError as exc:
-        return [str(exc)]
-    return []
+def _closers(snapshot: LogSnapshot) -> tuple[Event, ...]:
+    # The structure is judged on the log as the next open will leave it: repair's closers end
+    # an interrupted turn, which alone is "repairable", not "invalid".
+    return snapshot.repair.closers if snapshot.repair is not None else ()
 
 
 def rule_messages(
-    snapshot: LogSnapshot, checks: Sequence[Check], *, folded: list[str] | None = None
+    snapshot: LogSnapshot, checks: Sequence[Check], *, core: list[str] | None = None
 ) -> list[str]:
     """Every higher-rule violation of a readable log: core vocabulary (§9), turn/step
     structure (§9.3), the surface fold (§3.3), the fork seed, then the packages' checks.
 
-    ``folded`` is ``fold_messages(snapshot.events)`` when the caller already has it (validate
-    folds on the scan that indexes the log). ``snapshot.events`` is only iterated, never
-    copied (it may be file-backed, §11): one pass for vocabulary and structure, one for the
-    fold unless given, one for the seed, then whatever each check does. Errors reading the
-    snapshot's own file (``CorruptLog`` for a log that changed, ``OSError``) propagate."""
-    messages: list[str] = []
-    # The structure is judged on the log as the next open will leave it: repair's closers end
-    # an interrupted turn, which alone is "repairable", not "invalid". Vocabulary messages come
-    # first, as each event is decoded on its way into the structure check.
-    closers = snapshot.repair.closers if snapshot.repair is not None else ()
-    structure = vocab.check_structure(
-        itertools.chain(_decoded(snapshot.events, messages), closers)
-    )
-    messages.extend(structure)
-    messages.extend(fold_messages(snapshot.events) if folded is None else folded)
+    ``core`` is ``core_messages`` of the snapshot when the caller already has it (validate
+    runs them on the scan that indexes the log). ``snapshot.events`` is only iterated, never
+    copied (it may be file-backed, §11): one pass for eventlog's rules unless given, one for
+    the seed, then whatever each check does. Errors reading the snapshot's own file
+    (``CorruptLog`` for a log that changed, ``OSError``) propagate."""
+    if core is None:
+        core = core_messages(snapshot.events, _closers(snapshot))
+    messages = list(core)
     parent = snapshot.header.parent_session
     if parent is not None:
         parent_path = _sibling(snapshot.path, parent)
@@ -421,16 +425,21 @@ def validate_log(
     """Read one log without writing and judge it (§10.3).
 
     The log is indexed, not loaded (``index_log``): the checks stream it from the file, so
-    memory stays bounded by the largest record plus 8 bytes per event (§11). The surface fold
-    runs on the indexing scan itself, saving a pass. A log that changes while it is judged is
-    ``corrupt``; one that becomes unreadable, ``unreadable``."""
+    memory stays bounded by the largest record plus 8 bytes per event (§11). eventlog's own
+    rules run on the indexing scan itself, saving a pass. A log that changes while it is
+    judged is ``corrupt``; one that becomes unreadable, ``unreadable``."""
+
+    def closers() -> Iterator[Event]:
+        # Pulled once the scan is over, when the snapshot knows what repair would append.
+        yield from _closers(indexer.snapshot())
+
     try:
         indexer = LogIndexer(path, expected_id=expected_id)
-        folded = fold_messages(indexer)
+        core = core_messages(indexer, closers())
         snapshot = indexer.snapshot()
         events = len(snapshot.events)
         ident = snapshot.header.id
-        messages = rule_messages(snapshot, checks, folded=folded)
+        messages = rule_messages(snapshot, checks, core=core)
     except UnsupportedFormat as exc:
         return Verdict(expected_id, str(path), "unsupported", None, (str(exc),), label)
     except CorruptLog as exc:

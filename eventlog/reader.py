@@ -249,7 +249,7 @@ class LogIndexer:
     themselves; memory stays bounded by a chunk plus the largest record. ``snapshot()`` then
     gives what ``index_log`` gives (scanning the rest first if the iteration stopped early).
     Both raise what ``read_log`` raises; after an error there is no snapshot. So a single
-    pass serves a consumer of the events (e.g. ``validate``'s surface fold) and the index.
+    pass serves a consumer of the events (e.g. ``validate``'s own rules) and the index.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, expected_id: str | None = None) -> None:

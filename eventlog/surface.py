@@ -1,7 +1,7 @@
 """The model-visible history fold (spec eventlog.md §3.3).
 
 ``fold(events)`` replays the ``surfaceOp`` of every surface event and returns the seqs of the
-current history nodes, in order. It is run when history is derived and by ``turnlog validate``,
+current history nodes, in order; ``History`` does the same one event at a time. It is run when history is derived and by ``turnlog validate``,
 not on open.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from .errors import SurfaceError
 from .format import SURFACE_TYPES, Event, ReplaceOp
 
-__all__ = ["fold"]
+__all__ = ["History", "fold"]
 
 
 def fold(events: Iterable[Event]) -> list[int]:
@@ -23,14 +23,32 @@ def fold(events: Iterable[Event]) -> list[int]:
     ``start``, and its ``sourceEventSeqs`` must list every node it shadows. Non-surface events
     are ignored. Raises ``SurfaceError`` with the exact messages of §3.3.
     """
-    history: list[int] = []
+    history = History()
     for event in events:
+        history.add(event)
+    return history.nodes
+
+
+class History:
+    """``fold`` one event at a time, for a caller that streams a log once for several checks:
+    ``add`` raises what ``fold`` would raise at that event, and ``nodes`` holds the seqs of
+    the current history nodes after the events added so far."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self) -> None:
+        self.nodes: list[int] = []
+
+    def add(self, event: Event) -> None:
+        """Apply one event's ``surfaceOp`` (non-surface events are ignored). Raises
+        ``SurfaceError``; then the history is as it was before the call."""
         if event.type not in SURFACE_TYPES:
-            continue
+            return
+        history = self.nodes
         op = event.surface_op
         if op == "append":
             history.append(event.seq)
-            continue
+            return
         if not isinstance(op, ReplaceOp):
             raise SurfaceError(f"{event.type} at seq {event.seq} needs a surfaceOp, got {op!r}")
         try:
@@ -52,4 +70,3 @@ def fold(events: Iterable[Event]) -> list[int]:
                 f"missing {', '.join(map(str, missing))}"
             )
         history[first : last + 1] = [event.seq]
-    return history

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from eventlog.errors import SurfaceError
 from eventlog.format import Event, ReplaceOp, build_event
 from eventlog.reader import read_log
-from eventlog.surface import fold
+from eventlog.surface import History, fold
 from tests.eventlog.spec_examples import E1_LINES, E5_CLOSERS, E5_LINES, log_bytes
 
 
@@ -82,3 +82,15 @@ def test_fold_matches_a_model(ops: list[tuple[bool, int, int]]) -> None:
             events.append(ev(seq))
             model.append(seq)
     assert fold(events) == model
+
+
+def test_history_adds_one_event_at_a_time_and_a_refused_event_changes_nothing() -> None:
+    history = History()
+    for event in [ev(0), ev(1), ev(2, "turn/start"), ev(3)]:
+        history.add(event)
+    assert history.nodes == [0, 1, 3]
+    with pytest.raises(SurfaceError, match="missing 1"):
+        history.add(ev(4, op=ReplaceOp(start=0, end=1), sources=[0]))
+    assert history.nodes == [0, 1, 3]
+    history.add(ev(5, op=ReplaceOp(start=0, end=1), sources=[0, 1]))
+    assert history.nodes == [5, 3]
