@@ -90,7 +90,7 @@ def test_history_adds_one_event_at_a_time_and_a_refused_event_changes_nothing() 
         history.add(event)
     assert history.nodes == [0, 1, 3]
     with pytest.raises(SurfaceError, match="missing 1"):
-        history.add(ev(4, op=ReplaceOp(start=0, end=1), sources=[0]))
+        history.add(ev(4, op=ReplaceOp(start=0, end=3), sources=[0, 3]))
     assert history.nodes == [0, 1, 3]
     history.add(ev(5, op=ReplaceOp(start=0, end=1), sources=[0, 1]))
     assert history.nodes == [5, 3]
