@@ -374,7 +374,10 @@ class Session:
                 return
             background = pending and self._failure is None and self._delay > 0 and not self._paused
             self._wake = trio.Event()
-            with trio.move_on_at(self._deadline if background else math.inf):
+            if background:
+                with trio.move_on_at(self._deadline):
+                    await self._wake.wait()
+            else:  # no cancel scope to build: this is on the path of every flush
                 await self._wake.wait()
 
     def _window_expired(self) -> bool:
