@@ -6,8 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.shared_fixtures import DSH_FIXTURES
 
-DSH = Path("/work/shared/fixtures-dsh")
+DSH = DSH_FIXTURES
 
 
 @pytest.fixture

@@ -27,10 +27,11 @@ from eventlog.errors import CorruptLog, SessionNotFound, UnsupportedFormat
 from eventlog.format import Event, build_event
 from eventlog.reader import LogSnapshot, index_log, read_log
 from tests.eventlog.spec_examples import E1_LINES, E5_LINES, E9_ROW, log_bytes
+from tests.shared_fixtures import DSH_FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
-DSH = Path("/work/shared/fixtures-dsh")
+DSH = DSH_FIXTURES
 CHANGED = "the log changed while it was being read"
 
 SETTINGS = settings(

@@ -50,8 +50,9 @@ from tests.host.loop_support import (
     types,
 )
 from timecontext import Enter, PreStep, Reject
+from tests.shared_fixtures import DSH_FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures-dsh")
+FIXTURES = DSH_FIXTURES
 
 # host.md §3.5, copied byte for byte
 DEFAULT_SYSTEM = (

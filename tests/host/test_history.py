@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from eventlog import Event, ReplaceOp, SurfaceError, read_log
 from eventlog.format import build_event
 from host.history import HistoryView, InboxReplayError, derive_history, replay_inbox
+from tests.shared_fixtures import DSH_FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures-dsh")
+FIXTURES = DSH_FIXTURES
 
 
 def user(text: str, id: str = "u") -> dict[str, Any]:
