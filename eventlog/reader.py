@@ -531,14 +531,29 @@ class _TailState:
         self.header: SessionHeader | None = None
         self.inode: tuple[int, int] | None = None
         self.read_end = 0  # file size seen by the last pass
+        self.gone = False  # the file was read, then removed: wait for it to come back
         # Record boundaries (offset, line, next_seq) at the end of recent passes, for shrinks.
         self.boundaries: collections.deque[tuple[int, int, int]] = collections.deque(maxlen=4096)
 
     def read_pass(self, on_truncate: Callable[[int], None] | None) -> Iterator[list[Event]]:
         """Read whatever is new, a chunk at a time; yield the events to yield (never one already
         yielded), in non-empty batches, so memory stays bounded by a chunk. Step it from one
-        thread at a time; close it if it is abandoned."""
-        fd = _open(self.path)
+        thread at a time; close it if it is abandoned.
+
+        Once the file has been read, its removal counts as a shrink to 0 bytes (reported once)
+        and the follow waits for a file to be published under the name again."""
+        try:
+            fd = _open(self.path)
+        except FileNotFoundError:
+            if self.inode is None:
+                if self.gone:
+                    return  # still gone: wait for the next change
+                raise  # never read: a missing file is an error, as for read_log
+            if on_truncate is not None:
+                on_truncate(0)
+            self._rewind(0)
+            self.inode, self.read_end, self.gone = None, 0, True
+            return
         try:
             stat = os.fstat(fd)
             inode = (stat.st_dev, stat.st_ino)
@@ -547,7 +562,7 @@ class _TailState:
                 if on_truncate is not None:
                     on_truncate(size)
                 self._rewind(size if inode == self.inode else 0)
-            self.inode = inode
+            self.inode, self.gone = inode, False
             start, line, next_seq = self.boundaries[-1] if self.boundaries else (0, 0, 0)
             if self.header is None:
                 scanner = Scanner(self.path)
@@ -592,7 +607,8 @@ async def tail(
     malformed record: it waits there until the file changes. If the file shrinks below what was
     read (or is replaced), ``on_truncate(new_size)`` is called and the scan continues from the
     last record boundary at or before the new size; events already yielded are not yielded
-    again. Raises ``CorruptLog`` / ``UnsupportedFormat`` as ``read_log`` does, ``OSError`` if
+    again. A file removed after it was read counts as a shrink to 0 bytes: the follow then
+    waits for a file to be published under the name again. Raises ``CorruptLog`` / ``UnsupportedFormat`` as ``read_log`` does, ``OSError`` if
     the file cannot be opened. Use it with ``contextlib.aclosing`` so the watcher stops promptly.
     """
     _check_start_seq(start_seq)

@@ -159,6 +159,29 @@ async def test_replaced_file_is_rescanned(tmp_path: Path) -> None:
     assert follower.truncations  # a replacement counts as a shrink to the start
 
 
+async def test_removed_file_is_waited_for_and_its_republication_followed(tmp_path: Path) -> None:
+    # §10.4: the directory is watched, so a file published again under the name is seen.
+    path = tmp_path / "demo-1.jsonl"
+    path.write_bytes(log_bytes(E1_LINES))
+    follower = Follower(path)
+    with trio.fail_after(GUARD_S):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follower.run)
+            assert await follower.next_seqs(6) == list(range(6))
+            path.unlink()
+            while not follower.truncations:
+                await trio.sleep(0.02)
+            await trio.sleep(0.3)  # over a re-read period with the file gone: nothing happens
+            assert follower.truncations == [0] and follower.nothing_pending()
+            staged = tmp_path / "staged.tmp"
+            staged.write_bytes(log_bytes([*E1_LINES, record(6, "again")]))
+            os.link(staged, path)  # published as the store does it
+            event = await follower.receive.receive()
+            assert (event.seq, event.value()) == (6, "again")  # seqs 0-5 are not yielded twice
+            nursery.cancel_scope.cancel()
+    assert follower.truncations == [0]
+
+
 async def test_follow_raises_on_committed_corruption(tmp_path: Path) -> None:
     path = tmp_path / "demo-1.jsonl"
     path.write_bytes(log_bytes(E1_LINES))
