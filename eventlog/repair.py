@@ -91,15 +91,20 @@ _TRACKED = frozenset(
 # scanner's chunks) until ``closers()`` needs them. Past this much data the open turn is decoded
 # as it goes instead, so a long turn keeps only a few chunks alive.
 _DEFER_BYTES = 1 << 21
+# What each event counts towards that limit besides its data: at least its record's envelope
+# (``{"type":…,"seq":…,"time":…,"data":…}`` and LF), so the count bounds the file the deferred
+# events span (and so the chunks they keep alive) even when the data is tiny.
+_ENVELOPE_BYTES = 64
 
 
 class TurnTracker:
     """The §7.3 state of a log, fed its committed events in order. ``closers()`` gives what
     repair appends after them.
 
-    Bounded memory: the open turn's pending tool calls, plus its tracked events while their
-    data totals under 2 MiB. Those are decoded only if ``closers()`` is called while their
-    turn is open, so a log of finished turns is streamed without decoding any data.
+    Bounded memory: the open turn's pending tool calls, plus its tracked events while the
+    records since its ``turn/start`` total under about 2 MiB. Those are decoded only if
+    ``closers()`` is called while their turn is open, so a log of finished turns is streamed
+    without decoding any data.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -109,7 +114,7 @@ class TurnTracker:
         self._pending: dict[str, tuple[int, int | None]] = {}  # callId -> (step, tool/call seq)
         self._malformed: Event | None = None  # first unreadable event of the open turn
         self._deferred: list[Event] = []  # the open turn's tracked events, not yet decoded
-        self._deferred_bytes = 0  # data of every event since that turn/start
+        self._deferred_bytes = 0  # about the record bytes since that turn/start
         self._next_seq = 0
         self._time = 0
 
@@ -128,7 +133,10 @@ class TurnTracker:
             self._deferred_bytes = 0
             return
         if self._deferred:
-            self._deferred_bytes += len(event.data)
+            self._deferred_bytes += (
+                len(event.data) + len(event.type) + _ENVELOPE_BYTES
+                + 8 * len(event.source_event_seqs or ())
+            )
             if kind in _TRACKED:
                 self._deferred.append(event)
             if self._deferred_bytes > _DEFER_BYTES:

@@ -281,3 +281,35 @@ def test_deferring_never_changes_the_outcome(script: list[tuple[str, str, int]])
             patch.setattr(repair, "_DEFER_BYTES", limit)
             outcomes.append(_fed(events))
     assert outcomes[0] == outcomes[1] == outcomes[2]
+
+
+def test_a_long_open_turn_of_small_records_keeps_few_chunks_alive(tmp_path) -> None:
+    # §11: iter_events is bounded by a chunk plus the largest record. A deferred event keeps
+    # its whole ~1 MiB chunk alive, so the deferral must be bounded by the file it spans, not
+    # by the data alone: records of tiny data are mostly envelope (here ~45 bytes for 1 byte
+    # of data), and one tracked event per chunk would otherwise pin every chunk of the turn.
+    import tracemalloc
+
+    from eventlog import iter_events
+
+    lines = [E1_LINES[0], b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}']
+    seq, size = 1, 0
+    while size < 24_000_000:
+        if seq % 20_000 == 0:  # a tracked event in every chunk
+            line = b'{"type":"tool/call","seq":%d,"time":0,"data":{"turn":1,"callId":"c"}}' % seq
+        else:
+            line = b'{"type":"x/y","seq":%d,"time":0,"data":0}' % seq
+        lines.append(line)
+        size += len(line) + 1
+        seq += 1
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(log_bytes(lines))
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in iter_events(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == seq
+    # a chunk, its events and a few deferred chunks; not the turn's 24 MB
+    assert peak < 16_000_000, peak
