@@ -253,13 +253,11 @@ class LogIndexer:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, expected_id: str | None = None) -> None:
-        self._path = Path(path)
-        self._expected_id = expected_id
-        self._offsets = array("q")
-        self._committed = 0  # committed_bytes after the previous chunk
-        self._open_turn_at: int | None = None  # last turn/start, while no turn/end follows it
-        self._events = self._run()
-        self._result: LogSnapshot | None = None
+        # The scan's state lives apart from the indexer, so the generator does not refer back
+        # to it: an indexer dropped mid-scan closes its descriptor at once, not at the next
+        # cyclic garbage collection.
+        self._scan = _IndexScan(Path(path), expected_id)
+        self._events = self._scan.run()
 
     def __iter__(self) -> Iterator[Event]:
         return self._events
@@ -268,11 +266,23 @@ class LogIndexer:
         """The ``index_log`` snapshot; finishes the scan if the iteration did not."""
         for _ in self._events:
             pass
-        if self._result is None:
+        if self._scan.result is None:
             raise RuntimeError("the scan failed; there is no snapshot")
-        return self._result
+        return self._scan.result
 
-    def _run(self) -> Iterator[Event]:
+
+class _IndexScan:
+    # The state of one LogIndexer scan: the offsets recorded so far and the result.
+
+    def __init__(self, path: Path, expected_id: str | None) -> None:
+        self._path = path
+        self._expected_id = expected_id
+        self._offsets = array("q")
+        self._committed = 0  # committed_bytes after the previous chunk
+        self._open_turn_at: int | None = None  # last turn/start, while no turn/end follows it
+        self.result: LogSnapshot | None = None
+
+    def run(self) -> Iterator[Event]:
         path = self._path
         fd = _open_log(path, self._expected_id)
         try:
@@ -297,7 +307,7 @@ class LogIndexer:
                 planned = tracker.closers()
         finally:
             os.close(fd)
-        self._result = _snapshot(path, scanner, events, planned)
+        self.result = _snapshot(path, scanner, events, planned)
 
     def _index(self, scanner: Scanner, chunk: bytes, events: list[Event]) -> None:
         # Record the offsets of the records this chunk completed: the lines from the previous

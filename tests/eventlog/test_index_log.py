@@ -7,6 +7,7 @@ reference), a spec literal, or a message of the spec; never the file-backed read
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -25,7 +26,7 @@ import eventlog.reader
 from eventlog.cli import main, rule_messages
 from eventlog.errors import CorruptLog, SessionNotFound, UnsupportedFormat
 from eventlog.format import Event, build_event
-from eventlog.reader import LogSnapshot, index_log, read_log
+from eventlog.reader import LogIndexer, LogSnapshot, index_log, read_log
 from tests.eventlog.spec_examples import E1_LINES, E5_LINES, E9_ROW, log_bytes
 from tests.shared_fixtures import DSH_FIXTURES
 
@@ -494,3 +495,33 @@ def test_validate_time_readings_output(store: Path, capsys) -> None:
     assert verdicts_from_loaded([path], checks) == [
         ("invalid", ('time-context step 2 uses the wrong elapsed-time baseline "model-visible message"',))
     ]
+
+
+# --------------------------------------------------------------------------- descriptors
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/dev/fd"))
+
+
+def test_an_abandoned_scan_closes_its_descriptor(tmp_path: Path) -> None:
+    # A LogIndexer (or an iteration of the events) dropped mid-way closes its file at once,
+    # as an abandoned iter_events does: not whenever the cyclic garbage collector runs.
+    path = copy_in(FIXTURES / "packed-1.jsonl", tmp_path)
+    gc.collect()
+    gc.disable()
+    try:
+        before = _open_fds()
+        indexer = LogIndexer(path)
+        scan = iter(indexer)
+        assert next(scan).seq == 0
+        assert _open_fds() == before + 1
+        del scan, indexer
+        assert _open_fds() == before
+        events = index_log(path).events
+        for _ in events:
+            break
+        assert events[3] in events
+        assert _open_fds() == before
+    finally:
+        gc.enable()
