@@ -15,6 +15,7 @@ import collections
 import math
 import operator
 import os
+import re
 from array import array
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -602,6 +603,24 @@ class _TailState:
             self.header = None
 
 
+def _concerns_log(target: str) -> Callable[[object, str], bool]:
+    """The watch filter of a follow of ``target`` (an absolute path): its own changes, and
+    those reported under a temp name of its publish (§6.3). inotify names a change by the
+    name the writer's descriptor was opened under, and a session published by this or another
+    process keeps writing through the descriptor of ``<id>.jsonl.<12 hex>.tmp``, unlinked
+    after the link, so its appends never carry the final name."""
+    directory, name = os.path.split(target)
+    temp_name = re.compile(re.escape(name) + r"\.[0-9a-f]{12}\.tmp")
+
+    def concerns(_change: object, changed: str) -> bool:
+        if changed == target:
+            return True
+        head, tail = os.path.split(changed)
+        return head == directory and temp_name.fullmatch(tail) is not None
+
+    return concerns
+
+
 async def tail(
     path: str | os.PathLike[str],
     *,
@@ -612,7 +631,8 @@ async def tail(
     """Yield the committed events with ``seq >= start_seq``; with ``follow`` keep yielding new
     ones as their records become complete (§5.5, §10.4).
 
-    Follows with ``watchfiles.awatch`` on the file's directory (filtered to this file, ~50 ms
+    Follows with ``watchfiles.awatch`` on the file's directory (filtered to this file and the
+    temp names it was published under, ~50 ms
     debounce) and re-reads every 200 ms without a notification. Never yields past a
     malformed record: it waits there until the file changes. If the file shrinks below what was
     read (or is replaced), ``on_truncate(new_size)`` is called and the scan continues from the
@@ -630,7 +650,7 @@ async def tail(
         target = os.path.abspath(path)
         changes = watchfiles.awatch(
             os.path.dirname(target),
-            watch_filter=lambda _change, changed: changed == target,
+            watch_filter=_concerns_log(target),
             debounce=TAIL_DEBOUNCE_MS,
             step=10,
             rust_timeout=TAIL_REREAD_MS,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from eventlog import SessionStore
 from eventlog.errors import CorruptLog
 from eventlog.format import Event
 from eventlog.reader import tail
@@ -99,6 +100,30 @@ async def test_follow_yields_new_records_as_they_complete(tmp_path: Path) -> Non
             nursery.cancel_scope.cancel()
     assert follower.truncations == []
 
+
+
+async def test_follow_is_woken_by_appends_through_the_publish_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A session created here writes through the descriptor of its temp name (§6.3), so its
+    # change notifications carry that name, not the log's. With the idle re-read pushed out
+    # past the guard, only those notifications can deliver the appends in time.
+    monkeypatch.setattr("eventlog.reader.TAIL_REREAD_MS", 4000)
+    async with SessionStore(tmp_path).create(id="live") as session:
+        session.append("note/added", "first")
+        await session.flush()
+        follower = Follower(session.path)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follower.run)
+            with trio.fail_after(GUARD_S):
+                assert await follower.next_seqs(1) == [0]
+            await trio.sleep(0.5)  # the watcher is running
+            for seq in (1, 2):
+                session.append("note/added", "more")
+                await session.flush()
+                with trio.fail_after(2):
+                    assert await follower.next_seqs(1) == [seq]
+            nursery.cancel_scope.cancel()
 
 async def test_follow_waits_at_a_malformed_record_until_truncated(tmp_path: Path) -> None:
     path = tmp_path / "demo-1.jsonl"
