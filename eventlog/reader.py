@@ -632,9 +632,8 @@ async def tail(
     ones as their records become complete (§5.5, §10.4).
 
     Follows with ``watchfiles.awatch`` on the file's directory (filtered to this file and the
-    temp names it was published under, ~50 ms
-    debounce) and re-reads every 200 ms without a notification. Never yields past a
-    malformed record: it waits there until the file changes. If the file shrinks below what was
+    temp names it was published under, ~50 ms debounce) and re-reads every 200 ms without a
+    notification. Never yields past a malformed record: it waits there until the file changes. If the file shrinks below what was
     read (or is replaced), ``on_truncate(new_size)`` is called and the scan continues from the
     last record boundary at or before the new size; events already yielded are not yielded
     again. A file removed after it was read counts as a shrink to 0 bytes: the follow then
