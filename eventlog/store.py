@@ -288,8 +288,10 @@ class SessionStore:
             if live is not None and live._closed:
                 live = None  # closing: its file is the authority now
             if live is not None:
-                await live.flush()
-                parent, events = live.header, list(live.events)
+                # Copy only what this flush made durable: events appended while it waited
+                # (e.g. by an on_flushed observer) may not be on disk yet (§8.2).
+                through = await live.flush()
+                parent, events = live.header, live.events[: through + 1]
                 _check_at(at, parent.id)
                 boundary = len(events) - 1 if at is None else at
                 now = self._clock.now_ms()  # here, not in a thread: a clock may need trio

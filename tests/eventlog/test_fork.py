@@ -142,6 +142,30 @@ async def test_live_parent_is_flushed_then_copied_from_memory(
             await store.fork("demo-1", id="child2")
 
 
+async def test_live_parent_events_appended_during_its_flush_are_not_copied(
+    root: Path, clock: SetClock
+) -> None:
+    # §8.2: a child never contains an event its parent has not made durable. An event appended
+    # while fork's flush waits (here: by an on_flushed observer, before flushers are released)
+    # is in memory but not in the batch that flush returned for.
+    store = SessionStore(root, clock=clock, write_delay_ms=60000)
+    place(root, "demo-1.jsonl", E1_BYTES)
+    async with store.open("demo-1") as session:
+        late: list[int] = []
+
+        def append_once(s: object, through: int) -> None:
+            if not late:
+                late.append(session.append("note/late", {}).seq)
+
+        session.on_flushed(append_once)
+        session.append("note/early", {})
+        header = await store.fork("demo-1", id="child")
+        assert late == [7] and session.durable_through == 6
+        assert header.seed_length == 7
+        child = read_log(root / "child.jsonl").events
+        assert [e.type for e in child[5:]] == ["turn/end", "note/early", "session/end-seed"]
+
+
 async def test_fork_from_a_path_expands_packed_rows(store: SessionStore, tmp_path: Path) -> None:
     dsh = tmp_path / "--project--" / "abc"
     dsh.mkdir(parents=True)
