@@ -51,6 +51,18 @@ __all__ = [
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+# errno values with which link(2) says the file system has no hard links (§6.3 step 4). Not in
+# __all__, which names the operations a test may fail.
+NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
+
+
+def no_hard_links(directory: Path, exc: OSError) -> str:
+    """The detail of a publish that failed because ``directory``'s file system has no hard
+    links (shared by live sessions and fork children)."""
+    return (
+        f'publishing needs hard links, which the file system of "{directory}" does not '
+        f"support ({exc})"
+    )
 
 
 def open_new(path: Path) -> int:

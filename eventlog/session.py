@@ -21,7 +21,6 @@ interrupts a write, and a cancelled host still persists what it appended.
 
 from __future__ import annotations
 
-import errno
 import logging
 import math
 import secrets
@@ -41,8 +40,6 @@ __all__ = ["Session"]
 logger = logging.getLogger("eventlog")
 
 _REENTRANT_APPEND = "session append cannot reenter while another append is being published"
-# errno values with which link(2) says the file system has no hard links.
-_NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
 
 
 class _EventsView(Sequence[Event]):
@@ -470,12 +467,8 @@ class Session:
                 raise _Failure(
                     f'another process published session "{self.id}" first', exc, permanent=True
                 ) from None
-            if op == "link" and exc.errno in _NO_HARD_LINKS:
-                raise _Failure(
-                    f'publishing needs hard links, which the file system of "{root}" does not '
-                    f"support ({exc})",
-                    exc,
-                ) from None
+            if op == "link" and exc.errno in fileio.NO_HARD_LINKS:
+                raise _Failure(fileio.no_hard_links(root, exc), exc) from None
             raise _failed(op, exc) from None
         self._fd = fd
         self._tmp = tmp

@@ -605,6 +605,10 @@ class _ChildFile:
         except FileExistsError:
             raise SessionExists(self._id) from None
         except OSError as exc:
+            if op == "link" and exc.errno in fileio.NO_HARD_LINKS:
+                raise PersistenceError(
+                    self._id, fileio.no_hard_links(self._path.parent, exc)
+                ) from exc
             raise PersistenceError(self._id, f"{op} failed: {exc}") from exc
         self._linked = False  # published: discard() must keep the final name now
         self.discard()

@@ -170,6 +170,16 @@ async def test_file_system_without_hard_links(store: SessionStore, root: Path) -
         assert await session.flush() == 0
 
 
+async def test_fork_on_a_file_system_without_hard_links(store: SessionStore, root: Path) -> None:
+    # §6.3 step 4 covers a fork child's publish too: the error says why, and nothing is left.
+    place(root, "demo-1.jsonl", E1_BYTES)
+    with fileio.fail("link", errno.EPERM):
+        with pytest.raises(PersistenceError, match="hard links") as info:
+            await store.fork("demo-1", at=5, id="child")
+    check_error(info.value, "child", errno.EPERM)
+    assert sorted(os.listdir(root)) == ["demo-1.jsonl"]
+
+
 async def test_publish_lost_to_another_process_is_permanent(
     store: SessionStore, root: Path
 ) -> None:
