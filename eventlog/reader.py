@@ -543,6 +543,7 @@ class _TailState:
         self.inode: tuple[int, int] | None = None
         self.read_end = 0  # file size seen by the last pass
         self.gone = False  # the file was read, then removed: wait for it to come back
+        self.started = False  # a header was read: a header-less file later is waited out
         # Record boundaries (offset, line, next_seq) at the end of recent passes, for shrinks.
         self.boundaries: collections.deque[tuple[int, int, int]] = collections.deque(maxlen=4096)
 
@@ -584,12 +585,16 @@ class _TailState:
                 if fresh:
                     self.next_yield = fresh[-1].seq + 1
                     yield fresh
-            if self.header is None:
-                scanner.finish()  # the first pass checks the header, seedLength, torn tail
+            # The first pass checks the header, seedLength and torn tail. A rescan after a
+            # shrink to within line 1 (e.g. truncated to 0 bytes) waits for the header to come
+            # back instead, as after a removal; a complete but bad header still raises.
+            if self.header is None and not (self.started and scanner.header is None):
+                scanner.finish()
             self.read_end = scanner.file_bytes
         finally:
             os.close(fd)
         self.header = scanner.header
+        self.started = self.started or scanner.header is not None
         boundary = (scanner.committed_bytes, scanner.committed_line, scanner.next_seq)
         if not self.boundaries or self.boundaries[-1] != boundary:
             self.boundaries.append(boundary)

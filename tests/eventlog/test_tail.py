@@ -167,6 +167,28 @@ async def test_shrink_does_not_repeat_yielded_seqs(tmp_path: Path) -> None:
             nursery.cancel_scope.cancel()
 
 
+async def test_truncation_to_zero_is_waited_out_like_a_removal(tmp_path: Path) -> None:
+    # §5.5/§10.4: a shrink is reported and followed, even one below the header (truncated in
+    # place to 0 bytes, then a torn header); the follow resumes once the header is back.
+    path = tmp_path / "demo-1.jsonl"
+    path.write_bytes(log_bytes(E1_LINES))
+    follower = Follower(path)
+    with trio.fail_after(GUARD_S):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follower.run)
+            assert await follower.next_seqs(6) == list(range(6))
+            os.truncate(path, 0)
+            while not follower.truncations:
+                await trio.sleep(0.02)
+            append(path, E1_LINES[0][:20])
+            await trio.sleep(0.3)  # over a re-read period with no header: nothing happens
+            assert follower.truncations == [0] and follower.nothing_pending()
+            append(path, log_bytes([E1_LINES[0][20:], *E1_LINES[1:], record(6, "again")]))
+            event = await follower.receive.receive()
+            assert (event.seq, event.value()) == (6, "again")
+            nursery.cancel_scope.cancel()
+
+
 async def test_replaced_file_is_rescanned(tmp_path: Path) -> None:
     path = tmp_path / "demo-1.jsonl"
     path.write_bytes(log_bytes(E1_LINES))
