@@ -313,3 +313,41 @@ def test_a_long_open_turn_of_small_records_keeps_few_chunks_alive(tmp_path) -> N
     assert count == seq
     # a chunk, its events and a few deferred chunks; not the turn's 24 MB
     assert peak < 16_000_000, peak
+
+
+@pytest.mark.parametrize(
+    ("lines", "type_", "seq"),
+    [
+        ([b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":9007199254740992}}'], "turn/start", 0),
+        (
+            [
+                b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}',
+                b'{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":-9007199254740992}}',
+            ],
+            "step/start",
+            1,
+        ),
+        (
+            [
+                b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}',
+                b'{"type":"assistant/message","seq":1,"time":0,"data":{"step":99999999999999999999,'
+                b'"message":{"content":[{"type":"tool-call","id":"c"}]}},"surfaceOp":"append"}',
+            ],
+            "assistant/message",
+            1,
+        ),
+    ],
+)
+def test_an_unsafe_turn_or_step_number_stops_repair(tmp_path, lines: list[bytes], type_: str, seq: int) -> None:
+    # §2, §7.3: a number outside the safe range is not an integer of the log, so the field has
+    # the wrong type and the closers (which would carry it) cannot be written: CorruptLog, not
+    # the InvalidEvent of building a closer.
+    from eventlog import read_log
+
+    path = tmp_path / "unsafe.jsonl"
+    path.write_bytes(log_bytes([E1_LINES[0], *lines]))
+    with pytest.raises(CorruptLog) as info:
+        read_log(path)
+    assert str(info.value) == (
+        f'corrupt session log "{path}": cannot repair interrupted turn: {type_} at seq {seq} has malformed data'
+    )
