@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import errno
 import math
 import operator
 import os
@@ -19,6 +20,7 @@ import re
 from array import array
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 from typing import overload
 
 import msgspec
@@ -50,7 +52,9 @@ __all__ = [
     "tail",
 ]
 
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below); it changes
+# nothing for the regular files that are read.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _HEADER_READ = 8192
 TAIL_DEBOUNCE_MS = 50
 # Idle re-read period. It also bounds how long a change made before the watcher started can go
@@ -84,7 +88,21 @@ class LogSnapshot(msgspec.Struct, frozen=True, rename="camel"):
 
 
 def _open(path: str | os.PathLike[str]) -> int:
-    return os.open(path, _OPEN_FLAGS)
+    """A read-only descriptor of the regular file ``path``. Anything else (a directory, a FIFO,
+    a device) raises an ``OSError`` that names the path: reading one would otherwise fail
+    later without a file name (``EISDIR``, ``ESPIPE``) or block."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not S_ISREG(mode):
+        os.close(fd)
+        if S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+    return fd
 
 
 def _chunks(fd: int, offset: int = 0, end: float = math.inf) -> Iterator[bytes]:

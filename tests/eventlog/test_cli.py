@@ -290,6 +290,17 @@ def test_inspect_missing_session_and_missing_file(capsys, tmp_path: Path) -> Non
     assert str(tmp_path / "nope.jsonl") in error_line(err)
 
 
+def test_a_directory_given_as_a_log_is_named_in_the_error(capsys, tmp_path: Path) -> None:
+    directory = tmp_path / "logs"
+    directory.mkdir()
+    for command in ("inspect", "tail", "fork"):
+        code, _, err = run(capsys, command, directory, "--root", tmp_path / "store")
+        assert (code, error_line(err)) == (1, f'turnlog: cannot read "{directory}": Is a directory')
+    assert run(capsys, "validate", directory)[:2] == (
+        1, f'unreadable  {directory}  cannot read "{directory}": Is a directory\n'
+    )
+
+
 def test_inspect_deepseek_harness_logs(capsys, dsh: Path) -> None:
     data, _ = run_json(capsys, "inspect", dsh / "fork-parent.jsonl")
     assert len(data["events"]) == 200 and data["repair"] is None

@@ -221,6 +221,25 @@ def test_symlinks_are_not_followed(tmp_path: Path) -> None:
             read(link)
 
 
+def test_only_regular_files_are_read(tmp_path: Path) -> None:
+    # A directory or FIFO given as a log is refused with an OSError naming it (§5.6: errors
+    # name the path), never a bare read error, and a FIFO's open never waits for a writer.
+    directory = tmp_path / "logs"
+    directory.mkdir()
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    # A writer end, so that opening the FIFO for reading cannot block even unrefused.
+    writer = os.open(fifo, os.O_RDWR)
+    try:
+        for path in (directory, fifo):
+            for read in (read_log, read_header, lambda p: list(iter_events(p))):
+                with pytest.raises(OSError) as info:
+                    read(path)
+                assert info.value.filename == str(path)
+    finally:
+        os.close(writer)
+
+
 def test_read_log_fd_reads_from_offset_zero(tmp_path: Path) -> None:
     path = write(tmp_path, log_bytes([*E1_LINES, *E5_LINES]))
     fd = os.open(path, os.O_RDWR)
