@@ -776,6 +776,9 @@ def build_event(
             f"invalid session event type {type!r}: expected lowercase segments joined by '/', "
             "such as 'tool/call'"
         )
+    # A str subclass (an owner's StrEnum of types) is stored as the plain string it holds:
+    # sys.intern refuses subclasses, and Event.type is a str.
+    type = str.__str__(type)
     if not _is_seq_int(seq):
         raise _invalid(type, f"seq must be a safe integer >= 0, got {seq!r}")
     if not is_safe_int(time):

@@ -618,3 +618,19 @@ def test_build_then_read_round_trip(value: object) -> None:
     [read] = RecordDecoder().decode(event.to_json(), 0)
     assert read == event
     assert read.value() == value
+
+
+async def test_append_takes_a_str_subclass_type_as_its_string(tmp_path) -> None:
+    # §3.3/§3.5: the type is a string of the right shape; a str subclass (a StrEnum of the
+    # owner's types) is one. It was refused with a bare TypeError from interning it.
+    from eventlog import SessionStore, read_log
+
+    class Kind(enum.StrEnum):
+        RUN = "tool/run"
+
+    async with SessionStore(tmp_path).create(id="s") as session:
+        event = session.append(Kind.RUN, {"n": 1})
+        assert type(event.type) is str and event.type == "tool/run"
+        await session.flush()
+    [read] = read_log(tmp_path / "s.jsonl").events
+    assert read.to_json() == b'{"type":"tool/run","seq":0,"time":%d,"data":{"n":1}}' % read.time
