@@ -74,8 +74,10 @@ def open_new(path: Path) -> int:
 
 def open_existing(path: Path, *, writable: bool) -> int:
     """Open an existing file without following a symlink in its last component
-    (``ELOOP`` for a symlink). Read-only unless ``writable``."""
-    flags = (os.O_RDWR if writable else os.O_RDONLY) | os.O_NOFOLLOW | os.O_CLOEXEC
+    (``ELOOP`` for a symlink). Read-only unless ``writable``. ``O_NONBLOCK`` so that a FIFO in
+    the file's place cannot make the open wait for a writer (the caller rejects anything but
+    a regular file; on a regular file the flag changes nothing)."""
+    flags = (os.O_RDWR if writable else os.O_RDONLY) | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     return os.open(path, flags)
 
 

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -328,6 +329,39 @@ async def test_open_and_delete_ignore_a_directory_named_like_a_session(
     with pytest.raises(SessionNotFound, match='session "dir" not found'):
         await store.delete("dir")
     assert (root / "dir.jsonl").is_dir()
+
+
+async def test_open_and_delete_do_not_wait_on_a_fifo_named_like_a_session(
+    store: SessionStore, root: Path
+) -> None:
+    # §4.1: only regular files belong to the store. Opening a FIFO for reading blocks until a
+    # writer appears, so a store that opened it without O_NONBLOCK would wait forever.
+    root.mkdir(parents=True)
+    fifo = root / "pipe.jsonl"
+    os.mkfifo(fifo, 0o600)
+    finished = threading.Event()
+    rescued: list[bool] = []
+
+    def rescue() -> None:
+        # Only a guard, so that a regression fails here instead of hanging the suite: if the
+        # store still waits after 30 s, become the writer it waits for.
+        if not finished.wait(30):
+            rescued.append(True)
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    guard = threading.Thread(target=rescue, daemon=True)
+    guard.start()
+    try:
+        with pytest.raises(SessionNotFound, match='session "pipe" not found'):
+            async with store.open("pipe"):
+                pass
+        with pytest.raises(SessionNotFound, match='session "pipe" not found'):
+            await store.delete("pipe")
+    finally:
+        finished.set()
+        guard.join()
+    assert rescued == []
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
 async def test_ensure_root(tmp_path: Path) -> None:
