@@ -48,7 +48,7 @@ from .errors import (
 )
 from .format import Event, SessionHeader, check_session_id
 from .reader import LogIndexer, LogSnapshot, Repair, iter_events, read_header, read_log, tail
-from .store import SessionStore, default_root
+from .store import SessionInfo, SessionStore, default_root
 
 __all__ = ["Check", "main"]
 
@@ -580,13 +580,18 @@ async def _in_thread(fn: Callable[[], T]) -> T:
 # --------------------------------------------------------------------------- ls
 
 
-async def _cmd_ls(args: argparse.Namespace, env: _Env) -> int:
+async def _store_files(env: _Env) -> list[SessionInfo]:
+    """Every store file (``SessionStore.list``); none for a root not created yet. A root that
+    is not a directory fails, so a mistyped ``--root`` is not taken for an empty store."""
     if not env.root.is_dir():
         if env.root.exists():
             raise CommandFailed(f'session root "{env.root}" is not a directory')
-        infos = []
-    else:
-        infos = await env.store().list()
+        return []
+    return await env.store().list()
+
+
+async def _cmd_ls(args: argparse.Namespace, env: _Env) -> int:
+    infos = await _store_files(env)
     if args.json:
         env.print_json(
             [
@@ -675,8 +680,7 @@ async def _cmd_validate(args: argparse.Namespace, env: _Env) -> int:
             targets.append((path, id, id or arg))
         scan_root = any(id is not None for _, id, _ in targets)
     else:
-        if env.root.is_dir():
-            targets = [(info.path, info.id, info.id) for info in await env.store().list()]
+        targets = [(info.path, info.id, info.id) for info in await _store_files(env)]
         scan_root = True
     verdicts: list[Verdict] = []
     for path, id, label in targets:

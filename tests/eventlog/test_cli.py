@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from eventlog.cli import main
-from tests.eventlog.spec_examples import E1_LINES, E5_CLOSERS, E9_EVENTS
+from tests.eventlog.spec_examples import E1_LINES, E5_CLOSERS, E9_EVENTS, log_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -455,6 +455,16 @@ def test_validate_reports_a_symlink_in_the_root(capsys, root: Path) -> None:
 def test_validate_empty_store(capsys, tmp_path: Path) -> None:
     assert run(capsys, "validate", "--root", tmp_path / "none") == (0, "", "")
     assert run(capsys, "validate", "--root", tmp_path, "--json") == (0, "[]\n", "")
+
+
+def test_validate_and_ls_refuse_a_root_that_is_not_a_directory(capsys, tmp_path: Path) -> None:
+    # A mistyped --root naming a file is a failure (exit 1), not an empty store that passes.
+    not_a_root = tmp_path / "demo-1.jsonl"
+    not_a_root.write_bytes(log_bytes(E1_LINES))
+    expected = f'turnlog: session root "{not_a_root}" is not a directory'
+    for argv in (["validate"], ["validate", "--json"], ["ls"], ["ls", "--json"]):
+        code, out, err = run(capsys, *argv, "--root", not_a_root)
+        assert (code, out, error_line(err)) == (1, "", expected)
 
 
 def test_validate_deepseek_harness_logs(capsys, dsh: Path) -> None:
