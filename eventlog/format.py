@@ -210,7 +210,8 @@ _NEG_ZERO = _NegativeZero()
 
 
 class _FloatToken(float):
-    """A JSON number with a fraction or exponent, remembering its text (``v1.0`` as written)."""
+    """A JSON number that is not an ``int`` here (a fraction, an exponent, or more digits than
+    ``int()`` converts), remembering its text (``v1.0`` as written)."""
 
     text: str
 
@@ -223,8 +224,13 @@ class _FloatToken(float):
         return self.text
 
 
-def _parse_int(text: str) -> int | _NegativeZero:
-    return _NEG_ZERO if text == "-0" else int(text)
+def _parse_int(text: str) -> int | _NegativeZero | _FloatToken:
+    if text == "-0":
+        return _NEG_ZERO
+    try:
+        return int(text)
+    except ValueError:  # beyond sys.get_int_max_str_digits(): valid JSON, never a safe integer
+        return _FloatToken(text)
 
 
 def _reject_constant(text: str) -> Any:
@@ -260,7 +266,7 @@ def _header_shape_error(path: str | Path, detail: str) -> CorruptLog:
 
 def _describe(value: Any) -> str:
     if isinstance(value, (_FloatToken, _NegativeZero)):
-        return repr(value)
+        return repr(value)[:60]
     return json.dumps(value, ensure_ascii=False)[:60]
 
 
@@ -284,6 +290,8 @@ def decode_header(
     except (UnicodeDecodeError, ValueError) as exc:
         detail = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)
         raise CorruptLog(path, f"header line is not valid JSON ({detail})", line=1, offset=0) from None
+    except RecursionError:
+        raise _header_shape_error(path, "nested too deeply to read") from None
     if not isinstance(obj, dict):
         raise _header_shape_error(path, "not a JSON object")
     version = obj.get("version")
@@ -440,7 +448,9 @@ class RecordDecoder:
 
         Raises ``MalformedRecord`` with reason ``unparsable committed event`` (JSON or packed
         row failures), ``invalid event envelope`` (a key or value rule of §3.3), or
-        ``seq gap in committed region`` (detail ``expected X, got Y``).
+        ``seq gap in committed region`` (detail ``expected X, got Y``). Lets ``RecursionError``
+        through for a record nested deeper than the decoders recurse: it may be valid JSON, so
+        it is not a defect of the record (the scanner refuses the log instead).
         """
         try:
             event = self._accept(_WIRE_EVENT.decode(line), expected_seq)
@@ -472,7 +482,7 @@ class RecordDecoder:
         region = chunk if start == 0 and end == len(chunk) else memoryview(chunk)[start:end]
         try:
             wires = _WIRE_EVENT.decode_lines(region)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return None
         if len(wires) != count:
             return None

@@ -191,6 +191,8 @@ class Scanner:
                     events = decode(chunk[pos:lf], self.next_seq)
                 except MalformedRecord:
                     self._record(chunk[pos:lf], base + pos, True, kept)
+                except RecursionError:
+                    raise self._too_deep(self._line + 1, base + pos) from None
                 else:
                     kept += events
                     self.next_seq += len(events)
@@ -212,6 +214,13 @@ class Scanner:
             self.committed_bytes = offset + len(line) + 1
             self.committed_line = self._line
             return
+        try:
+            self._event_record(line, offset, utf8, kept)
+        except RecursionError:
+            raise self._too_deep(self._line, offset) from None
+
+    def _event_record(self, line: bytes, offset: int, utf8: bool, kept: list[Event]) -> None:
+        # ``_record`` after the header.
         if self.defect is not None:
             self.dropped_records += 1
             if _signals_turn_end(line):
@@ -231,6 +240,16 @@ class Scanner:
         self.next_seq += len(events)
         self.committed_line = self._line
         self.committed_bytes = offset + len(line) + 1
+
+    def _too_deep(self, line: int, offset: int) -> CorruptLog:
+        # A record nested deeper than the decoders recurse may still be valid JSON, and so may
+        # be a committed turn/end: it is neither kept nor dropped as a tail; the log is refused.
+        return CorruptLog(
+            self.path,
+            f"record at line {line}, byte {offset} is nested too deeply to read",
+            line=line,
+            offset=offset,
+        )
 
     def _corrupt(self) -> CorruptLog:
         defect = self.defect

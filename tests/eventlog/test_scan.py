@@ -250,3 +250,61 @@ def test_events_of_a_chunk_starting_mid_record_keep_their_bytes() -> None:
     assert scanner.defect is None and scanner.committed_bytes == len(data)
     assert [e.to_json() for e in events] == lines
     assert events[2999].value() == {"t": "café ✓ 2999"}
+
+
+DEEP = b"[" * 5000 + b"]" * 5000  # valid JSON, deeper than the decoders recurse
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        # the deep record itself, read in bulk with plain lines after it, or line by line
+        b'{"type":"x/y","seq":6,"time":1,"data":' + DEEP + b"}\n" + E1_LINES[1] + b"\n",
+        b'{"type":"x/y","seq":6,"time":1,"data":' + DEEP + b"}\r\n",
+        # after a defect, where only the turn/end signal is looked for
+        b'{"type":"turn/end","seq":6,"time":1,"data":' + DEEP + b"}\n"
+        + b'{"type":"x/y","seq":6,"time":1,"data":' + DEEP + b"}\n",
+    ],
+)
+def test_a_record_nested_too_deeply_to_read_is_refused_not_dropped(tmp_path, tail: bytes) -> None:
+    # The record may be valid JSON the decoders cannot hold: reading must refuse the log with a
+    # typed CorruptLog at that line (it was a bare RecursionError), and never take it for a
+    # droppable defect that open would truncate.
+    from eventlog import iter_events, read_log
+
+    if tail.startswith(b'{"type":"turn/end"'):
+        tail = b"junk\n" + tail
+        line, offset = 9, len(E1) + 5
+    else:
+        line, offset = 8, len(E1)
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(E1 + tail)
+    for read in (read_log, lambda p: list(iter_events(p))):
+        with pytest.raises(CorruptLog) as info:
+            read(path)
+        assert "nested too deeply" in str(info.value)
+        assert (info.value.line, info.value.offset) == (line, offset)
+    assert path.read_bytes() == E1 + tail
+
+
+async def test_a_header_nested_too_deeply_or_with_a_huge_number_is_typed(tmp_path) -> None:
+    # Valid JSON Python's json module cannot hold (deep nesting; more digits than int() takes)
+    # must not escape as RecursionError/“not valid JSON”: a deep header is a CorruptLog (and
+    # store.list lists it with a problem), a huge version is still a version (§3.2 step 3).
+    from eventlog import SessionStore, read_log
+
+    deep = tmp_path / "deep.jsonl"
+    deep.write_bytes(b'{"type":"session","version":0,"id":"deep","createdAt":1,"x":' + DEEP + b"}\n")
+    with pytest.raises(CorruptLog, match="first line is not a session header: nested too deeply"):
+        read_log(deep)
+    [info] = await SessionStore(tmp_path).list()
+    assert info.id == "deep" and info.problem is not None and "nested too deeply" in info.problem
+
+    digits = "7" * 5000
+    huge = tmp_path / "huge.jsonl"
+    huge.write_bytes(b'{"type":"session","version":%s,"id":"h"}\n' % digits.encode())
+    with pytest.raises(UnsupportedFormat) as version:
+        read_log(huge)
+    assert str(version.value).startswith(f'session "h" uses log format v{digits}, but this turnlog reads only v0')
+    huge.write_bytes(b'{"type":"session","version":0,"id":"h","createdAt":1,"x":%s}\n' % digits.encode())
+    assert read_log(huge).header.id == "h"  # an unknown key, ignored
