@@ -1006,7 +1006,14 @@ def main(
     fallback = Path(root).absolute() if root is not None else default_root()
     parser = build_parser(prog, default=fallback, explain_default=root is None)
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            # argparse leaves a subcommand's unknown options to the top level, whose error
+            # would point at the general help; point at the command's own.
+            raise UsageError(
+                f"unrecognized arguments: {' '.join(unknown)} "
+                f'(see "{prog} {args.command} --help")'
+            )
     except UsageError as exc:
         err.write(f"{ERROR_PREFIX}: {exc}\n")
         return 2

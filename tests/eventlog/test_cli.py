@@ -677,6 +677,13 @@ def test_usage_errors_exit_2_with_one_line(capsys, root: Path, argv: list[str]) 
     assert snapshot_dir(root) == before
 
 
+def test_an_unknown_option_points_at_the_commands_own_help(capsys, root: Path) -> None:
+    code, _, err = run(capsys, "ls", "--bogus", "x", "--root", root)
+    assert (code, error_line(err)) == (
+        2, 'turnlog: unrecognized arguments: --bogus x (see "turnlog ls --help")'
+    )
+
+
 def test_help_lists_commands_and_examples(capsys) -> None:
     code, out, _ = run(capsys, "--help")
     assert code == 0
