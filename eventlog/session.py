@@ -293,6 +293,10 @@ class Session:
         self._paused = False
         self._wake.set()
         await following.done.wait()
+        # A batch can fail after making part of itself durable (a publish completed before
+        # the write of later events failed): this call's events may be among that part.
+        if self._durable_through >= target:
+            return self._durable_through
         if following.error is not None:
             raise following.error if following.error.permanent else _copy(following.error)
         if self._durable_through < target:

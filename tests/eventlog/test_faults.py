@@ -150,6 +150,58 @@ async def test_failed_directory_sync_after_link_repeats_only_the_directory_sync(
     assert temp_files(root) == []
 
 
+async def test_flush_returns_once_its_events_are_durable_though_the_rest_of_the_batch_fails(
+    store: SessionStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # §6.5 step 2: a flush returns as soon as durable_through >= its target. After a failed
+    # directory sync, the next batch first completes the publish (seqs 0-2 durable), then
+    # writes seq 3; a failure of that write must not reach a flusher whose target was 2.
+    root.mkdir()
+    entered, gate = threading.Event(), threading.Event()
+    real = fileio.sync_dir
+    calls = 0
+
+    def sync_dir(path: Path) -> None:
+        nonlocal calls
+        calls += 1
+        if calls <= 2:
+            if calls == 2:  # the retry that flusher "a" waits for: held, then failed
+                entered.set()
+                gate.wait(30)
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real(path)
+
+    monkeypatch.setattr(fileio, "sync_dir", sync_dir)
+    results: dict[str, int | PersistenceError] = {}
+    flushed: list[int] = []
+    async with store.create(id="p") as session:
+        session.on_flushed(lambda s, through: flushed.append(through))
+        for n in range(3):
+            session.append("note/x", {"n": n})
+        with pytest.raises(PersistenceError):
+            await session.flush()  # linked under its name, directory not synced
+
+        async def flush(name: str) -> None:
+            try:
+                results[name] = await session.flush()
+            except PersistenceError as exc:
+                results[name] = exc
+
+        with fileio.fail("pwrite", errno.EIO) as pwrite:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(flush, "a")
+                await trio.to_thread.run_sync(entered.wait)  # the retry of 0-2 is in flight
+                nursery.start_soon(flush, "b")  # target 2: waits for that write, then its own
+                await trio.testing.wait_all_tasks_blocked()
+                session.append("note/x", {"n": 3})  # joins b's batch
+                gate.set()
+        assert pwrite.failures == 1  # b's batch: publish completed, then seq 3's write failed
+        assert isinstance(results["a"], PersistenceError)
+        assert results["b"] == 2 and flushed == [2]
+        assert await session.flush() == 3
+    assert [e.value() for e in read_log(root / "p.jsonl").events] == [{"n": n} for n in range(4)]
+
+
 async def test_failed_root_creation(store: SessionStore, root: Path, clock: SetClock) -> None:
     async with store.create(id="r") as session:
         session.append("note/x", {})
