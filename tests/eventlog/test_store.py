@@ -22,6 +22,7 @@ from eventlog import (
     SessionExists,
     SessionNotFound,
     SessionStore,
+    fileio,
 )
 from tests.eventlog.live_support import E1_BYTES, E1_CREATED_AT, SetClock, place, replay
 from tests.eventlog.spec_examples import E1_LINES, E4_CLOSERS, E5_CLOSERS, E5_LINES, log_bytes
@@ -316,6 +317,24 @@ async def test_delete(store: SessionStore, root: Path, clock: SetClock) -> None:
     assert [info.id for info in await store.list()] == ["fresh", "child"] or [
         info.id for info in await store.list()
     ] == ["child", "fresh"]
+
+
+async def test_open_syncs_a_clean_log_once_and_delete_locks_then_syncs_the_root(
+    store: SessionStore, root: Path
+) -> None:
+    # §5.3: open syncs the file once (a crashed writer may have left unsynced bytes) and
+    # writes nothing; delete takes the lock, unlinks, then syncs the root.
+    path = place(root, "demo-1.jsonl", E1_BYTES)
+    with fileio.spy("sync") as sync, fileio.spy("pwrite") as pwrite:
+        with fileio.spy("truncate") as truncate:
+            async with store.open("demo-1") as session:
+                assert session.durable_through == 5
+    assert (sync.calls, pwrite.calls, truncate.calls) == (1, 0, 0)
+    assert path.read_bytes() == E1_BYTES
+    with fileio.spy("lock") as lock, fileio.spy("sync_dir") as sync_dir:
+        await store.delete("demo-1")
+    assert lock.calls == 1 and sync_dir.calls == 1
+    assert not path.exists()
 
 
 async def test_open_and_delete_ignore_a_directory_named_like_a_session(
