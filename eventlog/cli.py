@@ -891,11 +891,13 @@ def build_parser(
     parser.add_argument("--root", metavar="DIR", help=root_help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, summary: str, examples: str) -> argparse.ArgumentParser:
+    def command(
+        name: str, summary: str, examples: str, details: str = ""
+    ) -> argparse.ArgumentParser:
         sub = commands.add_parser(
             name,
             help=summary,
-            description=summary,
+            description=summary + (f".\n\n{details}" if details else ""),
             epilog="examples:\n" + examples.format(prog=prog),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
@@ -916,6 +918,8 @@ def build_parser(
         "  {prog} inspect demo-1\n  {prog} inspect ./session.jsonl --from 40 --full\n"
         "  {prog} inspect demo-1 --type schedule/change --type turn/end\n"
         "  {prog} inspect demo-1 --json\n",
+        "A log that open would repair (torn tail, interrupted turn) is shown with what the\n"
+        "repair would do and exits 0; a corrupt or unsupported log exits 1.",
     )
     sub.add_argument("log", metavar="PATH|ID", help="a session id, or a path containing /")
     sub.add_argument("--json", action="store_true", help="print one JSON object")
@@ -932,6 +936,10 @@ def build_parser(
         "check logs against the format, vocabulary, surface and package rules",
         "  {prog} validate\n  {prog} validate demo-1 ./session.jsonl --json\n"
         "  {prog} validate --strict     # repairable logs fail too\n",
+        "Each log gets a status: ok; repairable (torn tail or interrupted turn, which the next\n"
+        "open fixes); invalid (breaks the vocabulary, turn/step structure, surface, fork\n"
+        "seed or a package rule); corrupt; unsupported; unreadable. Exit status 1 if any log\n"
+        "is invalid, corrupt, unsupported or unreadable (with --strict, repairable too).",
     )
     sub.add_argument(
         "logs", metavar="PATH|ID", nargs="*", help="logs to check (default: every store file)"
@@ -944,6 +952,8 @@ def build_parser(
         "print the last events of a log, and with -f follow new ones",
         "  {prog} tail demo-1\n  {prog} tail -f -n 0 demo-1 --json\n"
         "  {prog} tail ./session.jsonl --from 100\n",
+        "Only committed events are printed (a torn last record is not). A log truncated while\n"
+        "followed is reported on stderr and followed on; Ctrl-C ends -f with status 0.",
     )
     sub.add_argument("log", metavar="PATH|ID", help="a session id, or a path containing /")
     which = sub.add_mutually_exclusive_group()
@@ -963,6 +973,9 @@ def build_parser(
         "fork",
         "fork a log into a new session in the root; the parent is never modified",
         "  {prog} fork demo-1 --at 5\n  {prog} fork ./session.jsonl --id imported --json\n",
+        "The child holds the parent's events 0..SEQ, then a session/end-seed marker (unless\n"
+        "event SEQ is one). SEQ may not end inside an open turn: end on a turn/end or between\n"
+        "turns.",
     )
     sub.add_argument("log", metavar="PATH|ID", help="a session id, or a path containing /")
     sub.add_argument(

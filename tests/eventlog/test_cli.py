@@ -691,6 +691,11 @@ def test_help_lists_commands_and_examples(capsys) -> None:
         assert name in out
     code, out, _ = run(capsys, "tail", "--help")
     assert code == 0 and "-f" in out and "examples:" in out
+    # What validate's statuses mean and which of them fail.
+    code, out, _ = run(capsys, "validate", "--help")
+    assert code == 0
+    for word in ("repairable", "invalid", "corrupt", "unsupported", "unreadable", "Exit status 1"):
+        assert word in out
 
 
 def test_root_resolution(capsys, root: Path, tmp_path: Path, monkeypatch) -> None:
