@@ -142,8 +142,9 @@ def sync_dir(path: Path) -> None:
 
 def make_dirs(path: Path) -> None:
     """Create ``path`` and any missing ancestors, each with mode 0700, syncing each new
-    directory's parent so the new name is durable. An existing directory is left alone
-    (its permissions included); a non-directory in the way raises ``NotADirectoryError``."""
+    directory's parent so the new name is durable (a directory whose parent fails to sync is
+    removed again). An existing directory is left alone (its permissions included); a
+    non-directory in the way raises ``NotADirectoryError``."""
     missing: list[Path] = []
     current = path
     while True:
@@ -159,13 +160,24 @@ def make_dirs(path: Path) -> None:
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(current))
         break
     for directory in reversed(missing):
+        made = True
         try:
             os.mkdir(directory, DIR_MODE)
         except FileExistsError:
             # Another process created it meanwhile; it must be a directory to be usable.
             if not stat.S_ISDIR(os.stat(directory).st_mode):
                 raise
-        sync_dir(directory.parent)
+            made = False
+        try:
+            sync_dir(directory.parent)
+        except OSError:
+            # Left in place, the directory would look finished to the next attempt, which
+            # would then never sync its entry: remove it (best effort) so that attempt
+            # creates and syncs it again.
+            if made:
+                with contextlib.suppress(OSError):
+                    os.rmdir(directory)
+            raise
 
 
 def lock(fd: int) -> None:

@@ -212,6 +212,44 @@ async def test_failed_root_creation(store: SessionStore, root: Path, clock: SetC
     assert [e.type for e in read_log(root / "r.jsonl").events] == ["note/x"]
 
 
+class SyncedDirs:
+    """A ``fileio.sync_dir`` that records the directories it syncs."""
+
+    def __init__(self) -> None:
+        self.real = fileio.sync_dir
+        self.paths: list[Path] = []
+
+    def __call__(self, path: Path) -> None:
+        self.paths.append(path)
+        self.real(path)
+
+
+@pytest.mark.parametrize("skip", [0, 1])  # fail the sync of tmp_path, or of tmp_path/"a"
+async def test_a_retried_root_creation_syncs_every_new_directory_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skip: int
+) -> None:
+    # §4.1: each missing directory's parent is synced. A directory whose entry failed to
+    # sync must not look finished to the retry, or its entry would never be made durable.
+    root = tmp_path / "a" / "sessions"
+    synced = SyncedDirs()
+    monkeypatch.setattr(fileio, "sync_dir", synced)
+    async with SessionStore(root, clock=SetClock(), write_delay_ms=0).create(id="r") as session:
+        session.append("note/x", {})
+        with fileio.fail("sync_dir", errno.EIO, skip=skip):
+            with pytest.raises(PersistenceError, match="session root"):
+                await session.flush()
+        synced.paths.clear()
+        assert await session.flush() == 0
+    assert synced.paths[:-1] == [tmp_path, tmp_path / "a"][skip:]  # then the root, for the link
+    ensure = SessionStore(tmp_path / "b" / "sessions")
+    with fileio.fail("sync_dir", errno.EIO, skip=skip):
+        with pytest.raises(PersistenceError):
+            await ensure.ensure_root()
+    synced.paths.clear()
+    await ensure.ensure_root()
+    assert synced.paths == [tmp_path, tmp_path / "b"][skip:]
+
+
 async def test_file_system_without_hard_links(store: SessionStore, root: Path) -> None:
     async with store.create(id="nolink") as session:
         session.append("note/x", {})
