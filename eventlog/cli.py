@@ -25,6 +25,7 @@ import datetime
 import errno
 import functools
 import itertools
+import json
 import os
 import re
 import sys
@@ -114,6 +115,22 @@ def compact_data(raw: bytes) -> str:
     return raw.decode("utf-8")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(text: str) -> str | msgspec.Raw:
+    """A string for a ``--json`` document. A path whose bytes are not UTF-8 reaches Python
+    with lone surrogates (surrogateescape), which msgspec refuses to encode; those are written
+    as ``\\uXXXX`` escapes, as Python's ``json`` module writes them, so
+    ``os.fsencode(json.loads(...))`` gives the path's bytes back."""
+    if not _SURROGATE.search(text):
+        return text
+    quoted = json.dumps(text, ensure_ascii=False)
+    return msgspec.Raw(
+        _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted).encode("utf-8")
+    )
+
+
 def event_line(event: Event, *, full: bool = False) -> str:
     """``seq  time  type  data``; data cut to 80 characters and marked with ``…`` unless ``full``."""
     data = compact_data(bytes(event.data))
@@ -143,7 +160,7 @@ def inspect_json(snapshot: LogSnapshot, events: Iterable[Event]) -> Iterator[byt
     a large log is never encoded twice in memory. The pieces end with an LF."""
     head = msgspec.json.encode(
         {
-            "path": str(snapshot.path),
+            "path": json_text(str(snapshot.path)),
             "id": snapshot.header.id,
             "header": header_json(snapshot.path, snapshot.header),
         }
@@ -276,10 +293,10 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
-            "path": self.path,
+            "path": json_text(self.path),
             "status": self.status,
             "events": self.events,
-            "messages": list(self.messages),
+            "messages": [json_text(message) for message in self.messages],
         }
 
     def lines(self) -> list[str]:
@@ -597,10 +614,10 @@ async def _cmd_ls(args: argparse.Namespace, env: _Env) -> int:
             [
                 {
                     "id": info.id,
-                    "path": str(info.path),
+                    "path": json_text(str(info.path)),
                     "bytes": info.size,
                     "header": None if info.header is None else header_json(info.path, info.header),
-                    "problem": info.problem,
+                    "problem": None if info.problem is None else json_text(info.problem),
                 }
                 for info in infos
             ]
@@ -819,7 +836,7 @@ async def _cmd_fork(args: argparse.Namespace, env: _Env) -> int:
         env.print_json(
             {
                 "id": child.id,
-                "path": str(child_path),
+                "path": json_text(str(child_path)),
                 "parentSession": child.parent_session,
                 "seedLength": seed_length,
                 "events": events,
@@ -1033,7 +1050,13 @@ def main(
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
     chosen = Path(args.root).absolute() if args.root is not None else fallback
-    env = _Env(root=chosen, checks=tuple(checks), out=sys.stdout, err=err)
+    out = sys.stdout
+    reconfigure = getattr(out, "reconfigure", None)
+    if reconfigure is not None:
+        # Human output prints a path whose bytes are not UTF-8 as those bytes, as stderr
+        # does (backslashreplace), instead of failing under a strict UTF-8 locale.
+        reconfigure(errors="surrogateescape")
+    env = _Env(root=chosen, checks=tuple(checks), out=out, err=err)
     try:
         return trio.run(_COMMANDS[args.command], args, env)
     except BaseException as raw:

@@ -301,6 +301,36 @@ def test_a_directory_given_as_a_log_is_named_in_the_error(capsys, tmp_path: Path
     )
 
 
+def test_paths_that_are_not_utf8_are_printed_not_crashed_on(capsys, tmp_path: Path) -> None:
+    # A root and a file whose names hold a byte that is not UTF-8: --json writes the path
+    # with \\uXXXX escapes that give its bytes back, human output prints it, nothing crashes.
+    root = tmp_path / os.fsdecode(b"r\xff")
+    root.mkdir()
+    path = root / "demo-1.jsonl"
+    path.write_bytes(log_bytes(E1_LINES))
+    odd = root / os.fsdecode(b"copy\xfe.jsonl")
+    odd.write_bytes(log_bytes(E1_LINES[:3]) + b"junk\n" + log_bytes(E1_LINES[4:]))
+    data, _ = run_json(capsys, "inspect", path)
+    assert os.fsencode(data["path"]) == os.fsencode(path)
+    data, _ = run_json(capsys, "ls", "--root", root)
+    assert [os.fsencode(row["path"]) for row in data] == [os.fsencode(path)]
+    data, _ = run_json(capsys, "fork", "demo-1", "--root", root, "--id", "kid")
+    assert os.fsencode(data["path"]) == os.fsencode(root / "kid.jsonl")
+    code, out, _ = run(capsys, "validate", odd, "--json")
+    [verdict] = json.loads(out)
+    assert code == 1 and verdict["status"] == "corrupt"
+    assert os.fsencode(verdict["path"]) == os.fsencode(odd)
+    assert os.fsencode(str(odd)) in os.fsencode(verdict["messages"][0])
+    # Human output, under a strict UTF-8 stdout (as a UTF-8 locale other than C gives).
+    result = subprocess.run(
+        [sys.executable, "-m", "eventlog", "inspect", path],
+        capture_output=True, timeout=60, cwd=REPO,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert b"path     " + os.fsencode(path) + b"\n" in result.stdout
+
+
 def test_inspect_deepseek_harness_logs(capsys, dsh: Path) -> None:
     data, _ = run_json(capsys, "inspect", dsh / "fork-parent.jsonl")
     assert len(data["events"]) == 200 and data["repair"] is None
