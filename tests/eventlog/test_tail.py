@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from contextlib import aclosing
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -80,26 +81,37 @@ class Follower:
         return self.receive.statistics().current_buffer_used == 0
 
 
-async def test_follow_yields_new_records_as_they_complete(tmp_path: Path) -> None:
+def demo_log(tmp_path: Path) -> Path:
     path = tmp_path / "demo-1.jsonl"
     path.write_bytes(log_bytes(E1_LINES))
-    follower = Follower(path, start_seq=4)
+    return path
+
+
+@asynccontextmanager
+async def following(path: Path, start_seq: int = 0) -> AsyncIterator[Follower]:
+    """A ``Follower`` of ``path`` running for the body, under the hang guard."""
+    follower = Follower(path, start_seq)
     with trio.fail_after(GUARD_S):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(follower.run)
-            assert await follower.next_seqs(2) == [4, 5]
-            append(path, record(6) + b"\n" + record(7) + b"\n")
-            assert await follower.next_seqs(2) == [6, 7]
-            # A record becomes visible only once its LF is written.
-            line = record(8)
-            append(path, line[:10])
-            await trio.sleep(0.6)  # idle re-reads happen meanwhile
-            assert follower.nothing_pending()
-            append(path, line[10:] + b"\n")
-            assert await follower.next_seqs(1) == [8]
+            yield follower
             nursery.cancel_scope.cancel()
-    assert follower.truncations == []
 
+
+async def test_follow_yields_new_records_as_they_complete(tmp_path: Path) -> None:
+    path = demo_log(tmp_path)
+    async with following(path, start_seq=4) as follower:
+        assert await follower.next_seqs(2) == [4, 5]
+        append(path, record(6) + b"\n" + record(7) + b"\n")
+        assert await follower.next_seqs(2) == [6, 7]
+        # A record becomes visible only once its LF is written.
+        line = record(8)
+        append(path, line[:10])
+        await trio.sleep(0.6)  # idle re-reads happen meanwhile
+        assert follower.nothing_pending()
+        append(path, line[10:] + b"\n")
+        assert await follower.next_seqs(1) == [8]
+    assert follower.truncations == []
 
 
 async def test_follow_is_woken_by_appends_through_the_publish_descriptor(
@@ -112,126 +124,97 @@ async def test_follow_is_woken_by_appends_through_the_publish_descriptor(
     async with SessionStore(tmp_path).create(id="live") as session:
         session.append("note/added", "first")
         await session.flush()
-        follower = Follower(session.path)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(follower.run)
-            with trio.fail_after(GUARD_S):
-                assert await follower.next_seqs(1) == [0]
+        async with following(session.path) as follower:
+            assert await follower.next_seqs(1) == [0]
             await trio.sleep(0.5)  # the watcher is running
             for seq in (1, 2):
                 session.append("note/added", "more")
                 await session.flush()
                 with trio.fail_after(2):
                     assert await follower.next_seqs(1) == [seq]
-            nursery.cancel_scope.cancel()
+
 
 async def test_follow_waits_at_a_malformed_record_until_truncated(tmp_path: Path) -> None:
-    path = tmp_path / "demo-1.jsonl"
-    path.write_bytes(log_bytes(E1_LINES))
-    follower = Follower(path)
-    with trio.fail_after(GUARD_S):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(follower.run)
-            assert await follower.next_seqs(6) == list(range(6))
-            append(path, b"garbage\n" + record(6) + b"\n")
-            await trio.sleep(0.6)
-            assert follower.nothing_pending()  # never past the malformed record
-            # The next writer truncates the tail and appends again.
-            os.truncate(path, 887)
-            append(path, record(6, "again") + b"\n")
-            event = await follower.receive.receive()
-            assert (event.seq, event.value()) == (6, "again")
-            nursery.cancel_scope.cancel()
+    path = demo_log(tmp_path)
+    async with following(path) as follower:
+        assert await follower.next_seqs(6) == list(range(6))
+        append(path, b"garbage\n" + record(6) + b"\n")
+        await trio.sleep(0.6)
+        assert follower.nothing_pending()  # never past the malformed record
+        # The next writer truncates the tail and appends again.
+        os.truncate(path, 887)
+        append(path, record(6, "again") + b"\n")
+        event = await follower.receive.receive()
+        assert (event.seq, event.value()) == (6, "again")
     assert follower.truncations and all(size >= 887 for size in follower.truncations)
 
 
 async def test_shrink_does_not_repeat_yielded_seqs(tmp_path: Path) -> None:
-    path = tmp_path / "demo-1.jsonl"
-    path.write_bytes(log_bytes(E1_LINES))
-    follower = Follower(path)
-    with trio.fail_after(GUARD_S):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(follower.run)
-            assert await follower.next_seqs(6) == list(range(6))
-            append(path, record(6) + b"\n" + record(7) + b"\n")
-            assert await follower.next_seqs(2) == [6, 7]
-            # Roll back to the middle of the log and rewrite: seqs 6 and 7 were yielded already.
-            os.truncate(path, 790)
-            while not follower.truncations:
-                await trio.sleep(0.05)
-            assert follower.truncations == [790]
-            rewritten = [E1_LINES[6], record(6, "bb"), record(7, "bb"), record(8, "bb")]
-            append(path, log_bytes(rewritten))
-            event = await follower.receive.receive()
-            assert (event.seq, event.value()) == (8, "bb")
-            nursery.cancel_scope.cancel()
+    path = demo_log(tmp_path)
+    async with following(path) as follower:
+        assert await follower.next_seqs(6) == list(range(6))
+        append(path, record(6) + b"\n" + record(7) + b"\n")
+        assert await follower.next_seqs(2) == [6, 7]
+        # Roll back to the middle of the log and rewrite: seqs 6 and 7 were yielded already.
+        os.truncate(path, 790)
+        while not follower.truncations:
+            await trio.sleep(0.05)
+        assert follower.truncations == [790]
+        rewritten = [E1_LINES[6], record(6, "bb"), record(7, "bb"), record(8, "bb")]
+        append(path, log_bytes(rewritten))
+        event = await follower.receive.receive()
+        assert (event.seq, event.value()) == (8, "bb")
 
 
 async def test_truncation_to_zero_is_waited_out_like_a_removal(tmp_path: Path) -> None:
     # §5.5/§10.4: a shrink is reported and followed, even one below the header (truncated in
     # place to 0 bytes, then a torn header); the follow resumes once the header is back.
-    path = tmp_path / "demo-1.jsonl"
-    path.write_bytes(log_bytes(E1_LINES))
-    follower = Follower(path)
-    with trio.fail_after(GUARD_S):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(follower.run)
-            assert await follower.next_seqs(6) == list(range(6))
-            os.truncate(path, 0)
-            while not follower.truncations:
-                await trio.sleep(0.02)
-            append(path, E1_LINES[0][:20])
-            await trio.sleep(0.3)  # over a re-read period with no header: nothing happens
-            assert follower.truncations == [0] and follower.nothing_pending()
-            append(path, log_bytes([E1_LINES[0][20:], *E1_LINES[1:], record(6, "again")]))
-            event = await follower.receive.receive()
-            assert (event.seq, event.value()) == (6, "again")
-            nursery.cancel_scope.cancel()
+    path = demo_log(tmp_path)
+    async with following(path) as follower:
+        assert await follower.next_seqs(6) == list(range(6))
+        os.truncate(path, 0)
+        while not follower.truncations:
+            await trio.sleep(0.02)
+        append(path, E1_LINES[0][:20])
+        await trio.sleep(0.3)  # over a re-read period with no header: nothing happens
+        assert follower.truncations == [0] and follower.nothing_pending()
+        append(path, log_bytes([E1_LINES[0][20:], *E1_LINES[1:], record(6, "again")]))
+        event = await follower.receive.receive()
+        assert (event.seq, event.value()) == (6, "again")
 
 
 async def test_replaced_file_is_rescanned(tmp_path: Path) -> None:
-    path = tmp_path / "demo-1.jsonl"
-    path.write_bytes(log_bytes(E1_LINES))
-    follower = Follower(path)
-    with trio.fail_after(GUARD_S):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(follower.run)
-            assert await follower.next_seqs(6) == list(range(6))
-            replacement = tmp_path / "new.tmp"
-            replacement.write_bytes(log_bytes([*E1_LINES, record(6, "new")]))
-            os.replace(replacement, path)
-            event = await follower.receive.receive()
-            assert (event.seq, event.value()) == (6, "new")
-            nursery.cancel_scope.cancel()
+    path = demo_log(tmp_path)
+    async with following(path) as follower:
+        assert await follower.next_seqs(6) == list(range(6))
+        replacement = tmp_path / "new.tmp"
+        replacement.write_bytes(log_bytes([*E1_LINES, record(6, "new")]))
+        os.replace(replacement, path)
+        event = await follower.receive.receive()
+        assert (event.seq, event.value()) == (6, "new")
     assert follower.truncations  # a replacement counts as a shrink to the start
 
 
 async def test_removed_file_is_waited_for_and_its_republication_followed(tmp_path: Path) -> None:
     # §10.4: the directory is watched, so a file published again under the name is seen.
-    path = tmp_path / "demo-1.jsonl"
-    path.write_bytes(log_bytes(E1_LINES))
-    follower = Follower(path)
-    with trio.fail_after(GUARD_S):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(follower.run)
-            assert await follower.next_seqs(6) == list(range(6))
-            path.unlink()
-            while not follower.truncations:
-                await trio.sleep(0.02)
-            await trio.sleep(0.3)  # over a re-read period with the file gone: nothing happens
-            assert follower.truncations == [0] and follower.nothing_pending()
-            staged = tmp_path / "staged.tmp"
-            staged.write_bytes(log_bytes([*E1_LINES, record(6, "again")]))
-            os.link(staged, path)  # published as the store does it
-            event = await follower.receive.receive()
-            assert (event.seq, event.value()) == (6, "again")  # seqs 0-5 are not yielded twice
-            nursery.cancel_scope.cancel()
+    path = demo_log(tmp_path)
+    async with following(path) as follower:
+        assert await follower.next_seqs(6) == list(range(6))
+        path.unlink()
+        while not follower.truncations:
+            await trio.sleep(0.02)
+        await trio.sleep(0.3)  # over a re-read period with the file gone: nothing happens
+        assert follower.truncations == [0] and follower.nothing_pending()
+        staged = tmp_path / "staged.tmp"
+        staged.write_bytes(log_bytes([*E1_LINES, record(6, "again")]))
+        os.link(staged, path)  # published as the store does it
+        event = await follower.receive.receive()
+        assert (event.seq, event.value()) == (6, "again")  # seqs 0-5 are not yielded twice
     assert follower.truncations == [0]
 
 
 async def test_follow_raises_on_committed_corruption(tmp_path: Path) -> None:
-    path = tmp_path / "demo-1.jsonl"
-    path.write_bytes(log_bytes(E1_LINES))
+    path = demo_log(tmp_path)
     seen = []
     with trio.fail_after(GUARD_S):
         async with aclosing(tail(path)) as events:
