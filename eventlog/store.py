@@ -581,13 +581,17 @@ class _ChildFile:
         data = b"".join(self._pending)
         self._pending.clear()
         self._pending_bytes = 0
+        op = "write"
         try:
             if self._fd is None:
+                op = f'creating the session root "{self._path.parent}"'
                 fileio.make_dirs(self._path.parent)
+                op = "creating the temp file"
                 self._fd = fileio.open_new(self._tmp)
+                op = "write"
             fileio.pwrite(self._fd, data, self._size)
         except OSError as exc:
-            raise PersistenceError(self._id, f"write failed: {exc}") from exc
+            raise PersistenceError(self._id, f"{op} failed: {exc}") from exc
         self._size += len(data)
 
     def publish(self) -> None:

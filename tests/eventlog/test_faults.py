@@ -441,13 +441,22 @@ async def test_crash_between_truncation_and_closers_is_harmless(
 
 
 @pytest.mark.parametrize("err", ERRNOS)
-@pytest.mark.parametrize("op", ["pwrite", "sync", "link", "sync_dir"])
+@pytest.mark.parametrize(
+    ("op", "step"),
+    [
+        ("open_new", "creating the temp file"),
+        ("pwrite", "write"),
+        ("sync", "sync"),
+        ("link", "link"),
+        ("sync_dir", "directory sync"),
+    ],
+)
 async def test_failed_fork_leaves_nothing_and_retries(
-    store: SessionStore, root: Path, op: str, err: int
+    store: SessionStore, root: Path, op: str, step: str, err: int
 ) -> None:
     parent = place(root, "demo-1.jsonl", E1_BYTES)
     with fileio.fail(op, err):
-        with pytest.raises(PersistenceError) as info:
+        with pytest.raises(PersistenceError, match=f'"child": {step} failed: ') as info:
             await store.fork("demo-1", at=5, id="child")
     check_error(info.value, "child", err)
     assert sorted(os.listdir(root)) == ["demo-1.jsonl"]
