@@ -656,12 +656,15 @@ async def tail(
 
     Follows with ``watchfiles.awatch`` on the file's directory (filtered to this file and the
     temp names it was published under, ~50 ms debounce) and re-reads every 200 ms without a
-    notification. Never yields past a malformed record: it waits there until the file changes. If the file shrinks below what was
-    read (or is replaced), ``on_truncate(new_size)`` is called and the scan continues from the
-    last record boundary at or before the new size; events already yielded are not yielded
-    again. A file removed after it was read counts as a shrink to 0 bytes: the follow then
-    waits for a file to be published under the name again. Raises ``CorruptLog`` / ``UnsupportedFormat`` as ``read_log`` does, ``OSError`` if
-    the file cannot be opened. Use it with ``contextlib.aclosing`` so the watcher stops promptly.
+    notification. Never yields past a malformed record: it waits there until the file changes.
+    If the file shrinks below what was read (or is replaced), ``on_truncate(new_size)`` is
+    called and the scan continues from the last record boundary at or before the new size;
+    events already yielded are not yielded again. A file removed after it was read counts as a
+    shrink to 0 bytes: the follow then waits for a file to be published under the name again.
+    Raises ``CorruptLog`` (header errors, committed corruption, ``seedLength`` beyond the
+    events; never for an open turn, which a live writer may still close) or
+    ``UnsupportedFormat`` as ``read_log`` does, and ``OSError`` if the file cannot be opened.
+    Use it with ``contextlib.aclosing`` so the watcher stops promptly.
     """
     _check_start_seq(start_seq)
     state = _TailState(path, start_seq)
