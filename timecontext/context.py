@@ -86,7 +86,8 @@ class TimeContext:
     empty batch that would open no step, or when the refresh interval has not elapsed since the
     latest reading in the log. Otherwise it returns ``Enter`` with the batch followed by one
     reading message, always last. Its only I/O is one ``clock.now_ms()`` per eligible call; it
-    raises ``ClientZoneError`` for a bad ``clientTimeZone`` in the open turn.
+    raises ``ClientZoneError`` for a bad ``clientTimeZone`` in the open turn, and ``TypeError``
+    when the clock gives no int.
 
     Construction raises ``TimeContextConfigError`` for a bad ``refresh_interval_ms`` (checked
     first), a ``time_zone`` the canonicaliser refuses, or, without ``time_zone``, a ``TZ`` that
@@ -133,6 +134,13 @@ class TimeContext:
         if not decision.messages and not pre.continuation:
             return decision
         now = self._clock.now_ms()
+        # The gate and the text do integer arithmetic on it; a float would pass the gate and
+        # render silently, so refuse it here, naming the clock rather than a formatter.
+        if not isinstance(now, int) or isinstance(now, bool):
+            raise TypeError(
+                "time-context: clock.now_ms() must return an int of epoch ms, "
+                f"got {type(now).__name__}"
+            )
         events = pre.events
         end = len(events)
         turn = open_turn(events, end, pre.turn)

@@ -32,6 +32,13 @@ _MIN_PROBE = _MIN_WALL + _DAY
 _MAX_PROBE = _MAX_WALL - _DAY
 
 
+def _require_ms(function: str, name: str, value: object) -> None:
+    """Refuse a non-integer millisecond count (a ``bool`` too): §5 and §6 work in integer ms,
+    and a float would otherwise be truncated silently or rendered as ``1.0m 30.0s``."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{function}: {name} must be an int, got {type(value).__name__}")
+
+
 def format_timestamp(epoch_ms: int, zone: str) -> str:
     """``YYYY-MM-DDTHH:MM:SS±HH:MM[zone]`` for the instant ``epoch_ms`` in ``zone`` (§5).
 
@@ -39,9 +46,10 @@ def format_timestamp(epoch_ms: int, zone: str) -> str:
     The offset is the zone's UTC offset at that instant, always signed, ``+00:00`` for zero
     (never ``Z``), and ``±HH:MM:SS`` when it has a seconds part (local mean time). ``zone`` is
     looked up with ``zoneinfo.ZoneInfo`` and written as given inside the brackets. Raises
-    ``ValueError`` when the wall time falls outside the years 0001-9999, and zoneinfo's errors
-    for an unknown zone.
+    ``ValueError`` when the wall time falls outside the years 0001-9999, ``TypeError`` when
+    ``epoch_ms`` is not an int, and zoneinfo's errors for an unknown zone.
     """
+    _require_ms("format_timestamp", "epoch_ms", epoch_ms)
     tz = zoneinfo.ZoneInfo(zone)
     seconds = epoch_ms // 1000
     probe = _EPOCH + timedelta(seconds=min(max(seconds, _MIN_PROBE), _MAX_PROBE))
@@ -72,8 +80,10 @@ def format_duration(elapsed_ms: int) -> str:
     """Compact whole-second duration (§6): ``2h 3m 4s``, ``1d 7m 0s``, ``0s``.
 
     A negative value counts as 0. Days, hours and minutes appear only when non-zero;
-    seconds always appear. No padding, no weeks; days are unbounded.
+    seconds always appear. No padding, no weeks; days are unbounded. ``TypeError`` when
+    ``elapsed_ms`` is not an int.
     """
+    _require_ms("format_duration", "elapsed_ms", elapsed_ms)
     total = max(elapsed_ms, 0) // 1000
     days, rest = divmod(total, _DAY)
     hours, rest = divmod(rest, 3600)

@@ -207,6 +207,15 @@ def test_an_empty_continuation_gets_a_reading_and_one_clock_sample() -> None:
     assert clock.reads == 1
 
 
+@pytest.mark.parametrize("now", [B + 0.5, float("nan"), True, "1770724800000", None])
+def test_a_clock_that_returns_no_integer_is_a_type_error(now: object) -> None:
+    # §3.1: the clock gives integer epoch ms. A float used to render "0.0s"-style durations or
+    # pass the gate silently; NaN and str failed deep inside datetime or the gate arithmetic.
+    hook, s = make(ManualClock(now)), started()  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^time-context: clock\.now_ms\(\) must return an int"):
+        hook.pre_step(s.pre(1, 2, continuation=True), Enter(()))
+
+
 def test_the_reading_is_appended_last_and_the_batch_is_untouched() -> None:
     clock = ManualClock()
     hook, s = make(clock), started()

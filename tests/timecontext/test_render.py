@@ -154,6 +154,16 @@ def test_format_timestamp_agrees_with_zoneinfo(seconds: int, millis: int, zone: 
     assert format_timestamp(seconds * 1000 + millis, zone) == f"{wall.isoformat()}[{zone}]"
 
 
+@pytest.mark.parametrize(
+    "epoch_ms", [B + 0.5, float(B), float("nan"), float("inf"), True, "1", None]
+)
+def test_format_timestamp_takes_only_integer_milliseconds(epoch_ms: object) -> None:
+    # §5 formats an integer instant; a float would be truncated silently and NaN used to
+    # fail deep in datetime with "cannot convert float NaN to integer".
+    with pytest.raises(TypeError, match=r"^format_timestamp: epoch_ms must be an int, got "):
+        format_timestamp(epoch_ms, "UTC")  # type: ignore[arg-type]
+
+
 # --- §6 durations --------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
@@ -172,6 +182,16 @@ def test_duration_table(elapsed_ms: int, text: str) -> None:
 def test_duration_comes_from_the_millisecond_difference() -> None:
     baseline, now = B + 999, B + 1998  # …:00.999 and …:01.998
     assert format_duration(now - baseline) == "0s"
+
+
+@pytest.mark.parametrize(
+    "elapsed_ms", [90150.0, 1.5, float("nan"), float("-inf"), False, "5", None]
+)
+def test_format_duration_takes_only_integer_milliseconds(elapsed_ms: object) -> None:
+    # §6 works in integer ms, never floats: 90150.0 rendered as "1.0m 30.0s" and NaN as "nans",
+    # text the validator's own pattern (§13 check 2) refuses.
+    with pytest.raises(TypeError, match=r"^format_duration: elapsed_ms must be an int, got "):
+        format_duration(elapsed_ms)  # type: ignore[arg-type]
 
 
 _DURATION = re.compile(r"(?:([0-9]+)d )?(?:([0-9]+)h )?(?:([0-9]+)m )?([0-9]+)s")
