@@ -75,8 +75,15 @@ def client_zones(messages: Iterable[Any], canonicalize: ZoneCanonicalizer) -> tu
 
 
 def _name_from_path(path: str) -> str | None:
-    """§8.2 rule 3: the components after the last ``zoneinfo``, without ``posix``/``right``."""
-    parts = os.path.realpath(path).split("/")
+    """§8.2 rule 3: the components after the last ``zoneinfo``, without ``posix``/``right``.
+
+    ``None`` when the path names no zone, including a path the OS cannot take (a NUL byte or a
+    lone surrogate makes ``realpath`` raise ``ValueError``).
+    """
+    try:
+        parts = os.path.realpath(path).split("/")
+    except ValueError:
+        return None
     if "zoneinfo" not in parts:
         return None
     rest = parts[len(parts) - parts[::-1].index("zoneinfo") :]
@@ -101,6 +108,9 @@ def _sample(
     """§8.2 rules 1-3: the process zone, ``None`` for rule 4, or raise when ``TZ`` fails."""
     if "TZ" in environ:
         value = environ["TZ"]
+        if not isinstance(value, str):
+            # Only a mapping other than os.environ can hold one; it names no zone.
+            raise TimeContextConfigError(_SYSTEM_ZONE_FAILED)
         if value == "":
             return "UTC"
         value = value.removeprefix(":")

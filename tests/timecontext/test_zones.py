@@ -13,13 +13,14 @@ from schedule import canonicalize_time_zone as canonicalize
 from timecontext import (
     ZONE_SHAPE,
     ClientZoneError,
+    TimeContext,
     TimeContextConfigError,
     client_zones,
     process_zone,
     sampled_zone,
 )
 
-from .support import U
+from .support import ManualClock, U
 
 SYSTEM_FAILED = "time-context: failed to resolve the system time zone"
 
@@ -230,6 +231,33 @@ def test_e7_tz_that_names_no_zone_fails(tmp_path: Path, tz: str) -> None:
         process_zone({"TZ": tz}, path, canonicalize)
     assert str(caught.value) == SYSTEM_FAILED
     assert sampled_zone({"TZ": tz}, path, canonicalize) is None
+
+
+@pytest.mark.parametrize(
+    "tz",
+    ["/usr/share/zoneinfo/Europe/Paris\0", "/x\0/zoneinfo/UTC", "/x\ud800/zoneinfo/UTC",
+     ":/usr/share/zoneinfo/Asia/\ud800", None, 1, b"UTC"],
+)
+def test_a_tz_the_os_cannot_take_fails_like_any_tz_that_names_no_zone(
+    tmp_path: Path, tz: Any
+) -> None:
+    # §8.2 rule 1 / §8.3: a TZ path with a NUL byte or an unencodable lone surrogate made
+    # os.path.realpath raise ValueError/UnicodeEncodeError, and a non-str TZ AttributeError,
+    # instead of the documented failure (sampled_zone crashed instead of giving None).
+    path = link(tmp_path, "/usr/share/zoneinfo/Europe/Berlin")
+    with pytest.raises(TimeContextConfigError) as caught:
+        process_zone({"TZ": tz}, path, canonicalize)
+    assert str(caught.value) == SYSTEM_FAILED
+    assert sampled_zone({"TZ": tz}, path, canonicalize) is None
+    with pytest.raises(TimeContextConfigError, match=f"^{SYSTEM_FAILED}$"):
+        TimeContext(ManualClock(), canonicalize=canonicalize, environ={"TZ": tz},
+                    localtime_path=path)
+
+
+@pytest.mark.parametrize("path", ["/etc/local\0time", "/etc/\ud800/localtime"])
+def test_a_localtime_path_the_os_cannot_take_falls_back_to_utc(path: str) -> None:
+    assert process_zone({}, path, canonicalize) == "UTC"
+    assert sampled_zone({}, path, canonicalize) is None
 
 
 def test_e7_localtime_link_to_etc_utc(tmp_path: Path) -> None:
