@@ -8,12 +8,11 @@ sample and those settings, so one instance can serve every session.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 from collections.abc import Mapping
 
-from .errors import TimeContextConfigError
+from .errors import TimeContextConfigError, decimal_text, json_text
 from .hook import Clock, Decision, Enter, PreStep, Reject, ZoneCanonicalizer
 from .render import reading_message, render_reading
 from .scan import latest_message_time, latest_reading_time, open_turn
@@ -34,6 +33,8 @@ def _js_string(value: object) -> str:
         if value.is_integer() and abs(value) < 1e21:
             return str(int(value))
         return repr(value)
+    if isinstance(value, int):
+        return decimal_text(value)
     return str(value)
 
 
@@ -65,7 +66,7 @@ def configured_zone(value: object, canonicalize: ZoneCanonicalizer) -> str:
     The value must be a string that ``canonicalize`` accepts and that passes the shape gate of
     client zones (§12). A refusal by ``canonicalize`` is the error's ``__cause__`` (§8.3).
     """
-    message = f"time-context: invalid IANA timeZone {json.dumps(value, ensure_ascii=False, default=str)}"
+    message = f"time-context: invalid IANA timeZone {json_text(value)}"
     if not isinstance(value, str):
         raise TimeContextConfigError(message)
     # The canonicaliser is asked first so that its reason is chained whenever it refuses; the

@@ -7,7 +7,6 @@ costs a walk through its turn so far, never a pass over the whole log.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .context import MAX_SAFE_INTEGER
-from .errors import ClientZoneError, ReadingInvariantError
+from .errors import ClientZoneError, ReadingInvariantError, json_text
 from .hook import EventLike, ZoneCanonicalizer
 from .render import PLUGIN, STEP_ONE_BASELINE, format_timestamp, policy_line
 from .scan import USER_MESSAGE, is_reading, open_turn, position
@@ -114,11 +113,6 @@ def _safe_positive(digits: str) -> int | None:
     return value if value <= MAX_SAFE_INTEGER else None
 
 
-def _render(value: Any) -> str:
-    """A fold value as the log wrote it (``true`` for a JSON boolean, quotes for a string)."""
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
 def _check(
     events: Sequence[EventLike],
     end: int,
@@ -151,7 +145,7 @@ def _check(
     if not (type(at.turn) is int and at.turn == turn and type(at.step) is int and at.step == step):
         raise ReadingInvariantError(
             f"time-context reading names turn {turn}/step {step}, "
-            f"expected turn {_render(at.turn)}/step {_render(at.step)}"
+            f"expected turn {json_text(at.turn)}/step {json_text(at.step)}"
         )
     # 5. exact snapshot source
     if not _exact_source(data.get("source"), text):

@@ -69,6 +69,22 @@ def test_e10_bad_intervals(value: object, shown: str) -> None:
     assert isinstance(caught.value, ValueError)
 
 
+HUGE = 10**5000  # past sys.get_int_max_str_digits(), where str() of an int raises ValueError
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(HUGE, "1" + "0" * 5000), (-HUGE, "-1" + "0" * 5000)],
+    ids=["huge", "minus-huge"],
+)
+def test_a_huge_interval_is_named_in_decimal(value: int, shown: str) -> None:
+    # §10: "decimal for an int". str() refused it, so construction raised a bare ValueError
+    # about Python's digit limit instead of TimeContextConfigError.
+    with pytest.raises(TimeContextConfigError) as caught:
+        make(refresh_interval_ms=value)
+    assert str(caught.value) == INTERVAL + shown
+
+
 @pytest.mark.parametrize(
     ("value", "stored"),
     [(None, 0), (0, 0), (60000.0, 60000), (-0.0, 0), (300000, 300000),
@@ -98,6 +114,29 @@ def test_invalid_configured_zone(value: object, quoted: str) -> None:
     with pytest.raises(TimeContextConfigError) as caught:
         make(time_zone=value)
     assert str(caught.value) == f"time-context: invalid IANA timeZone {quoted}"
+
+
+def _cycle() -> list[object]:
+    value: list[object] = []
+    value.append(value)
+    return value
+
+
+@pytest.mark.parametrize(
+    "value", [HUGE, [HUGE], {(1, 2): "UTC"}, _cycle()],
+    ids=["huge", "huge-in-list", "tuple-key", "cycle"],
+)
+def test_a_configured_zone_json_cannot_write_is_still_a_config_error(value: object) -> None:
+    # §8.3: any non-str timeZone is refused with TimeContextConfigError. Building <q> with
+    # json.dumps raised ValueError (digit limit, cycle) or TypeError (tuple key) instead.
+    with pytest.raises(TimeContextConfigError, match=r"^time-context: invalid IANA timeZone "):
+        make(time_zone=value)
+
+
+def test_a_huge_configured_zone_is_quoted_in_decimal() -> None:
+    with pytest.raises(TimeContextConfigError) as caught:
+        make(time_zone=HUGE)
+    assert str(caught.value) == "time-context: invalid IANA timeZone 1" + "0" * 5000
 
 
 def test_an_unknown_configured_zone_is_raised_from_the_canonicaliser_error() -> None:

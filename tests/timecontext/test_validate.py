@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,32 @@ def test_e9_position_relative_to_request_header() -> None:
 )
 def test_check_4_position(events: list[Ev], message: str) -> None:
     assert fails(events, reading(text())) == message
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """An ``EventLike`` whose ``value()`` returns ``data`` itself, as an in-memory log might."""
+
+    seq: int
+    type: str
+    time: int
+    data: Any
+
+    def value(self) -> Any:
+        return copy.deepcopy(self.data)
+
+
+def test_check_4_names_a_huge_fold_value_in_decimal() -> None:
+    # value() may give any int (§3.1); naming one longer than str() converts with json.dumps
+    # raised Python's digit-limit ValueError, which escaped validate_readings and aborted the
+    # whole log's validation.
+    huge = 10**5000 - 1
+    events: list[Any] = [ev(0, "turn/start", {"turn": 1}),
+                         Decoded(1, "step/start", B, {"turn": 1, "step": huge})]
+    expected = "time-context reading names turn 1/step 1, expected turn 1/step " + "9" * 5000
+    assert fails(events, reading(text())) == expected
+    report = validate_readings(events + [reading(text(), seq=2)], canonicalize)
+    assert report.violations == (ReadingViolation(2, expected),)
 
 
 def test_check_4_a_new_step_clears_the_request_flag() -> None:
