@@ -55,8 +55,10 @@ class Overlong:
 
 class LineSplitter:
     """Splits a byte stream on LF. A line over ``limit`` bytes (LF excluded) is reported once, as
-    soon as it is known to be too long, and its remaining bytes are dropped up to the next LF; at
-    most ``limit`` bytes plus one read are ever buffered."""
+    soon as it is known to be too long and its first :data:`ID_PROBE_BYTES` bytes (or all of it)
+    are in, so the id search of §8 sees the same head however the input was chunked; its
+    remaining bytes are dropped up to the next LF. At most ``max(limit, ID_PROBE_BYTES)`` bytes
+    plus one read are ever buffered."""
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
@@ -71,15 +73,13 @@ class LineSplitter:
         while (end := buffer.find(b"\n", start)) >= 0:
             if self._discarding:
                 self._discarding = False
-            elif end - start > self._limit:
-                out.append(Overlong(bytes(buffer[start : min(end, start + ID_PROBE_BYTES)])))
             else:
-                out.append(Line(bytes(buffer[start:end])))
+                out.append(self._item(buffer[start:end]))
             start = end + 1
         del buffer[:start]
         if self._discarding:
             buffer.clear()
-        elif len(buffer) > self._limit:
+        elif len(buffer) > self._limit and len(buffer) >= ID_PROBE_BYTES:
             out.append(Overlong(bytes(buffer[:ID_PROBE_BYTES])))
             self._discarding = True
             buffer.clear()
@@ -89,9 +89,14 @@ class LineSplitter:
         """At end of input: the last line if it had no LF."""
         if self._discarding or not self._buffer:
             return []
-        line = Line(bytes(self._buffer))
+        item = self._item(self._buffer)
         self._buffer.clear()
-        return [line]
+        return [item]
+
+    def _item(self, line: bytearray) -> Line | Overlong:
+        if len(line) > self._limit:
+            return Overlong(bytes(line[:ID_PROBE_BYTES]))
+        return Line(bytes(line))
 
 
 def overlong_id(head: bytes) -> str | int | None:

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,9 +58,22 @@ def test_splitter_splits_on_lf_and_keeps_a_line_of_exactly_the_limit() -> None:
 def test_splitter_reports_an_overlong_line_once_and_drops_it_up_to_the_next_lf() -> None:
     splitter = LineSplitter(12)
     assert splitter.feed(b'{"id":1,"x') == []
-    assert splitter.feed(b"y" * 12) == [Overlong(b'{"id":1,"x' + b"y" * 12)]
+    assert splitter.feed(b"y" * 12) == []  # too long, but its head is not complete yet
+    assert splitter.feed(b"y" * ID_PROBE_BYTES) == [Overlong(b'{"id":1,"x' + b"y" * (ID_PROBE_BYTES - 10))]
     assert splitter.feed(b"zzzzzzzzzzzzzzzz") == []  # still the same line: dropped, never buffered
     assert splitter.feed(b"zz\nnext\n") == [Line(b"next")]
+
+
+@pytest.mark.parametrize("piece", [1, 100, 601, 5000])
+def test_splitter_head_of_an_overlong_line_does_not_depend_on_chunking(piece: int) -> None:
+    """§8: the id is searched in the first 1024 bytes of the line, also under a smaller limit."""
+    line = b'{"pad":"' + b"p" * 690 + b'","id":7,"method":"session/list"}'
+    data = line + b"\n" + line
+    splitter = LineSplitter(600)
+    items = [item for start in range(0, len(data), piece) for item in splitter.feed(data[start : start + piece])]
+    items += splitter.finish()
+    assert items == [Overlong(line), Overlong(line)]
+    assert [overlong_id(item.head) for item in items if isinstance(item, Overlong)] == [7, 7]
 
 
 def test_splitter_keeps_only_the_probe_of_an_overlong_line() -> None:
@@ -453,6 +468,20 @@ async def test_overlong_lines(tmp_path: Path) -> None:
     assert third["id"] == "probe"
     assert len(s.diagnostics) == 4
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_overlong_line_sent_in_pieces_still_gets_its_id_answered(tmp_path: Path) -> None:
+    """§8: an id within the first 1024 bytes gets line-too-long even when the limit is smaller
+    and the line arrives in several reads."""
+    line = json.dumps({"jsonrpc": "2.0", "params": {"pad": "p" * 700}, "id": "late", "method": "session/list"})
+    async with running_server(tmp_path, max_line_bytes=600) as s:
+        await s.wire.send(line[:650].encode())
+        await trio.testing.wait_all_tasks_blocked()  # the server has read (and judged) the first piece
+        await s.wire.send(line[650:].encode() + b"\n")
+        reply = await s.wire.frame()
+    assert reply == {"jsonrpc": "2.0", "id": "late", "error": {
+        "code": -32603, "message": "request line exceeds 600 bytes", "data": {"code": "line-too-long", "limit": 600}}}
+    assert s.diagnostics == ["ignored a line longer than 600 bytes"]
 
 
 async def test_a_line_of_exactly_the_limit_is_parsed(tmp_path: Path) -> None:
