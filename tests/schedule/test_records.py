@@ -176,6 +176,40 @@ def test_unencodable_values(value: object) -> None:
         decode_change(value)
 
 
+DEPTH = 100_000  # far past the interpreter's recursion limit
+
+
+def _nested_list(depth: int) -> list[Any]:
+    outer: list[Any] = []
+    inner = outer
+    for _ in range(depth - 1):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # msgspec has to walk the unknown value before it reaches the tag it dispatches on
+        b'{"x":' + b"[" * DEPTH + b"]" * DEPTH + b',"version":1,"operation":"delete","id":"a"}',
+        b'{"version":1,"operation":"create","schedule":{"x":' + b'{"a":' * DEPTH + b"1"
+        + b"}" * DEPTH + b',"kind":"at","id":"a","prompt":"p","scheduledAt":"' + T0.encode() + b'"}}',
+    ],
+)
+def test_nesting_past_the_recursion_limit_is_a_schedule_log_error(raw: bytes) -> None:
+    # Hostile input must end as the typed error, never as an escaping RecursionError.
+    with pytest.raises(ScheduleLogError):
+        decode_change(raw)
+    with pytest.raises(ScheduleLogError):
+        decode_change(msgspec.Raw(raw))
+
+
+def test_a_parsed_value_nested_past_the_recursion_limit_is_a_schedule_log_error() -> None:
+    with pytest.raises(ScheduleLogError):
+        decode_change({"version": 1, "operation": "delete", "id": "a", "x": _nested_list(DEPTH)})
+
+
 def test_structural_messages_name_the_path() -> None:
     assert "$.version" in rejected({"version": True, "operation": "delete", "id": "a"})
     assert "note" in rejected({"version": 1, "operation": "dispatch", "id": "a", "note": "x"})

@@ -505,6 +505,51 @@ async def test_on_agent_idle_check_failure_is_logged_and_ignored(
         assert warnings(caplog) == ['schedule: idle check failed for agent "agent-1": log unreadable']
 
 
+async def test_requests_coalesce_into_one_drive_step(autojump_clock: MockClock) -> None:
+    session = one_shot_log()
+    async with live(session, TrioWallClock(EPOCH)) as rt:
+        await rt.settle()
+        before = session.flush_count
+        for _ in range(5):
+            rt.runtime.request_drive()
+            rt.runtime.on_agent_idle()
+        await rt.settle()
+        assert session.flush_count == before + 1  # one preflight for all ten requests
+
+
+async def test_an_agent_that_stops_being_live_during_the_preflight_is_not_claimed(
+    autojump_clock: MockClock,
+) -> None:
+    # §11.2 step 3: runnability is re-checked after the preflight's await.
+    session = one_shot_log("2027-01-10T08:00:00.000Z")
+    gate = session.hold_flush(1)
+    async with live(session, TrioWallClock(EPOCH)) as rt:
+        await trio.testing.wait_all_tasks_blocked()
+        rt.agent.is_live = False
+        gate.set()
+        await rt.settle()
+        await trio.sleep(HOUR)
+    assert session.journal == ["flush"]  # no claim, no follow-up, nothing armed
+    assert not rt.runtime.faulted
+
+
+async def test_a_preflight_failure_is_not_logged_once_the_agent_is_gone(
+    autojump_clock: MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    session = one_shot_log("2027-01-10T08:00:00.000Z")
+    gate = session.hold_flush(1)
+    session.fail_flushes(1)
+    async with live(session, TrioWallClock(EPOCH)) as rt:
+        await trio.testing.wait_all_tasks_blocked()
+        rt.agent.is_live = False
+        gate.set()
+        await rt.settle()
+    assert session.journal == ["flush"]
+    assert warnings(caplog) == []
+    assert not rt.runtime.faulted
+
+
 async def test_a_tool_create_arms_the_runtime(autojump_clock: MockClock) -> None:
     session = FakeSession()
     clock = TrioWallClock(EPOCH)
