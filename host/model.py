@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import aclosing, nullcontext
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
@@ -346,25 +346,50 @@ async def run_attempt(
     """Run one model attempt: iterate the adapter's stream, hand each accepted chunk to
     ``on_chunk`` (live observers), and assemble it. Adapter exceptions and protocol violations
     become ``ADAPTER_ERROR``; the stream is closed after the ``finish``. Cancellation propagates."""
-    assembler = Assembler(turn=request.turn, step=request.step)
     try:
-        chunks = adapter.stream(request)
+        iterator = aiter(adapter.stream(request))
     except Exception as exc:
         return Failed(adapter_failure(exc))
-    async with aclosing(chunks) if hasattr(chunks, "aclose") else nullcontext(chunks) as stream:
-        iterator = stream.__aiter__()
-        while not assembler.finished:
-            try:
-                chunk = await iterator.__anext__()
-            except StopAsyncIteration:
-                break
-            except Exception as exc:
-                return Failed(adapter_failure(exc))
-            try:
-                assembler.feed(chunk)
-            except ChunkError as exc:
-                return Failed(adapter_failure(exc))
-            if on_chunk is not None:
-                on_chunk(chunk)
+    try:
+        outcome = await _consume(iterator, Assembler(turn=request.turn, step=request.step), on_chunk)
+    except BaseException:
+        # Cancellation or an observer's bug: close the stream, but what is propagating is the
+        # cause worth reporting, not a second failure of the adapter's cleanup.
+        with suppress(Exception):
+            await _close(iterator)
+        raise
+    try:
+        await _close(iterator)
+    except Exception as exc:
+        # Closing is part of the adapter's stream: raising there is an adapter failure too (§6.1),
+        # unless the attempt had already failed for a reason of its own.
+        return outcome if isinstance(outcome, Failed) else Failed(adapter_failure(exc))
+    return outcome
+
+
+async def _consume(
+    iterator: AsyncIterator[Any], assembler: Assembler, on_chunk: Callable[[Chunk], None] | None
+) -> Outcome:
+    """Read chunks up to the ``finish`` (or the end of the stream) and assemble them."""
+    while not assembler.finished:
+        try:
+            chunk = await anext(iterator)
+        except StopAsyncIteration:
+            break
+        except Exception as exc:
+            return Failed(adapter_failure(exc))
+        try:
+            assembler.feed(chunk)
+        except ChunkError as exc:
+            return Failed(adapter_failure(exc))
+        if on_chunk is not None:
+            on_chunk(chunk)
     return assembler.outcome()
+
+
+async def _close(iterator: AsyncIterator[Any]) -> None:
+    """Close an adapter's stream that supports it (async generators do)."""
+    close = getattr(iterator, "aclose", None)
+    if close is not None:
+        await close()
 

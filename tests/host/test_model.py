@@ -291,6 +291,32 @@ async def test_run_attempt_reports_a_raising_adapter_as_adapter_error() -> None:
     assert outcome == Failed({"message": "model adapter failed: RuntimeError: boom", "code": "ADAPTER_ERROR"})
 
 
+async def test_run_attempt_reports_an_adapter_that_raises_while_closing_or_returns_no_stream() -> None:
+    class FailsToClose:
+        provider = "test"
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+            try:
+                yield {"type": "text-delta", "index": 0, "text": "ok"}
+                yield STOP
+                yield STOP  # never read: the attempt ends at the first finish and closes the stream
+            finally:
+                raise RuntimeError("close failed")
+
+    class NoStream:
+        provider = "test"
+
+        def stream(self, request: ModelRequest) -> Any:
+            return 42
+
+    assert await run_attempt(FailsToClose(), request()) == Failed(
+        {"message": "model adapter failed: RuntimeError: close failed", "code": "ADAPTER_ERROR"}
+    )
+    assert await run_attempt(NoStream(), request()) == Failed(
+        {"message": "model adapter failed: TypeError: 'int' object is not an async iterable", "code": "ADAPTER_ERROR"}
+    )
+
+
 async def test_run_attempt_reports_an_invalid_chunk_without_passing_it_on() -> None:
     seen: list[Any] = []
     adapter = ListAdapter([{"type": "bogus"}, STOP])
