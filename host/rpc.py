@@ -115,6 +115,7 @@ class Server:
         self._written = trio.Event()
         self._prompts: dict[tuple[str, str], list[_Prompt]] = {}
         self._due: _Prompt | None = None
+        self._unsubscribe: Callable[[], None] = lambda: None
 
     @property
     def stopping(self) -> bool:
@@ -122,9 +123,14 @@ class Server:
         return self._exit_code is not None
 
     def stop(self, exit_code: int = 0) -> None:
-        """Trigger shutdown; the first trigger decides the exit code, later ones change nothing."""
+        """Trigger shutdown; the first trigger decides the exit code, later ones change nothing.
+
+        Notifications stop here, not when :meth:`run` next gets to run: tasks woken together with
+        the trigger (a reminder's follow-up, a streaming turn) must not be forwarded (§4.3.9 step 2).
+        """
         if self._exit_code is None:
             self._exit_code = exit_code
+            self._unsubscribe()
             self._stop.set()
 
     # --- output -----------------------------------------------------------------------------------
@@ -263,13 +269,13 @@ class Server:
     async def run(self, stdin: trio.abc.ReceiveStream, stdout: trio.abc.SendStream) -> int:
         send, frames = trio.open_memory_channel[bytes](math.inf)
         self._send = send
-        unsubscribe = self.host.subscribe(self._forward)
+        if not self.stopping:  # a signal may have come first
+            self._unsubscribe = self.host.subscribe(self._forward)
         async with trio.open_nursery() as outer:
             outer.start_soon(self._write, frames, stdout)
             async with trio.open_nursery() as requests:
                 requests.start_soon(self._read, stdin, requests)
                 await self._stop.wait()
-                unsubscribe()  # §4.3.9 step 2: nothing but replies from now on
                 report = await self.host.shutdown()
                 self._answer_shutdowns(report)
                 requests.cancel_scope.cancel()

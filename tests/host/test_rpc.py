@@ -759,6 +759,24 @@ async def test_shutdown_flushes_replies_and_exits_zero(tmp_path: Path) -> None:
     assert last["data"] == {"turn": 2, "reason": {"kind": "aborted", "reason": {"kind": "disposed"}}}
 
 
+async def test_no_notification_once_shutdown_has_begun(tmp_path: Path) -> None:
+    """§4.3.9 step 2: from the moment shutdown begins nothing but replies is written, even for a
+    follow-up (a reminder, say) queued in the same instant, before the server task runs again."""
+    async with running_server(tmp_path) as s:
+        await s.wire.send(prompt("p", "main", "hi"))
+        await s.wire.idle("main")
+        live = s.host.live("main")
+        assert live is not None
+        s.server.stop(0)
+        live.agent.followup([{"type": "text", "text": "due now"}], {"kind": "plugin", "plugin": "schedule"})
+        rest = await s.wire.rest()
+    assert rest == []
+    assert s.exit_code == [0]
+    # The follow-up itself was recorded (and kept for the next start), only not notified.
+    events = [json.loads(e.to_json()) for e in read_log(tmp_path / "main.jsonl", expected_id="main").events]
+    assert any(e["type"] == "agent/inbox/spliced" and e["data"]["inserted"] for e in events[9:])
+
+
 async def test_requests_during_shutdown_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     release = threading.Event()
     async with running_server(tmp_path, adapter=script('{"hang":true}')) as s:
