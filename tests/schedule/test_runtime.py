@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 import trio
@@ -21,6 +23,8 @@ from .runtime_rig import EPOCH, SOURCE, live, ms
 
 MINUTE = 60.0
 HOUR = 3600.0
+T = TypeVar("T")
+
 DISPATCH_1 = "append schedule/change dispatch schedule-1"
 DELIVERY = ["flush", "claim", "followup", DISPATCH_1, "release", "flush"]
 
@@ -353,6 +357,27 @@ async def test_maintenance_host_failure_faults(
         assert rt.runtime.faulted
         assert warnings(caplog) == ['schedule: runtime failed for agent "agent-1": host broke']
         assert session.changes()[1:] == []
+
+
+class GoneOnClaim(FakeAgent):
+    """An agent the host stops serving just as a claim succeeds."""
+
+    def run_maintenance(self, task: Callable[[], T]) -> T:
+        self.is_live = False
+        return super().run_maintenance(task)
+
+
+async def test_the_maintenance_task_does_nothing_for_an_agent_no_longer_live(
+    autojump_clock: MockClock,
+) -> None:
+    # §11.3 step 1: no refold, follow-up or dispatch; the task's False ends the step (no barrier).
+    session = one_shot_log("2027-01-10T08:00:00.000Z")
+    agent = GoneOnClaim(journal=session.journal)
+    async with live(session, TrioWallClock(EPOCH), agent=agent) as rt:
+        await rt.settle()
+        await trio.sleep(HOUR)
+    assert session.journal == ["flush", "claim", "release"]
+    assert agent.followups == [] and not rt.runtime.faulted
 
 
 async def test_followup_failure_writes_no_dispatch_and_a_later_trigger_retries(
