@@ -115,6 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return EXIT_SIGINT
+    except BaseExceptionGroup as group:
+        # A Ctrl-C that lands inside a trio nursery (the demo waiting on its host) arrives
+        # wrapped in exception groups; it is still just SIGINT, not a crash.
+        if group.split(KeyboardInterrupt)[1] is None:
+            return EXIT_SIGINT
+        raise
 
 
 def _error(message: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import tomllib
 from pathlib import Path
@@ -100,6 +101,31 @@ def test_demo_in_an_unusable_root_fails_with_one_line(tmp_path: Path) -> None:
     out, err = _text(done)
     assert done.returncode == 1
     assert len(err.splitlines()) == 1 and err.startswith("turnlog: ")
+
+
+def test_demo_interrupted_by_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    """§7: 130 after SIGINT, also when the Ctrl-C lands while the demo waits inside the host."""
+    base = {k: v for k, v in os.environ.items() if k not in ROOT_VARS and k != "TZ"}
+    proc = subprocess.Popen(
+        [str(TURNLOG), "demo", "--seconds", "60", "--root", str(tmp_path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=base,
+    )
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            if raw.startswith("waiting 60 s".encode()):
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert err == b""
 
 
 # --- help, version, usage errors -----------------------------------------------------------------
