@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -245,6 +245,34 @@ class Display:
 # --- the session loop ----------------------------------------------------------------------------
 
 
+class _Held:
+    """A host observer that holds notifications back until :meth:`release`, then passes them on
+    in order, and every later one directly."""
+
+    def __init__(self) -> None:
+        self._held: list[Notification] = []
+        self._target: Callable[[Notification], None] | None = None
+
+    def __call__(self, value: Notification) -> None:
+        if self._target is None:
+            self._held.append(value)
+        else:
+            self._target(value)
+
+    def first_seq(self, session_id: str) -> int | None:
+        """The seq of the first held event of ``session_id``: where the file on disk ended."""
+        for value in self._held:
+            if isinstance(value, EventAppended) and value.session_id == session_id:
+                return value.event.seq
+        return None
+
+    def release(self, target: Callable[[Notification], None]) -> None:
+        held, self._held = self._held, []
+        for value in held:
+            target(value)
+        self._target = target
+
+
 def local_zone() -> str | None:
     """This prompt's ``clientTimeZone``: the process zone by rules 1-3 of timecontext §8.2, or
     ``None`` (never a default)."""
@@ -392,6 +420,11 @@ async def _chat_session(
     async with open_host(config, adapters=adapters) as host:
         path = Path(host.store.path(sid))
         existed = await trio.to_thread.run_sync(path.exists)
+        # A resumed session may start at once (a queued prompt, an overdue reminder): hold that
+        # back until the start-up lines are out, so the recent messages are the file's and the
+        # display misses nothing.
+        held = _Held()
+        host.subscribe(held)
         try:
             live = await host.session(sid)
         except (HostError, EventLogError) as exc:
@@ -400,13 +433,14 @@ async def _chat_session(
         display = Display(sid, out, interactive=interactive)
         display.line(f"session: {sid}\nlog: {path}")
         if existed:  # the last five messages a transcript shows (time readings show nothing)
-            shown = [lines for event in live.session.events if (lines := transcript_lines(event))]
+            on_disk = live.session.events[: held.first_seq(sid)]
+            shown = [lines for event in on_disk if (lines := transcript_lines(event))]
             for lines in shown[-RECENT_MESSAGES:]:
                 for line in lines:
                     display.line(line)
         if interactive:
             display.line("type /help for commands")
-        host.subscribe(display)
+        held.release(display)
         chat = _Chat(host, live, display, interactive=interactive)
         display.prompt()
         async with trio.open_nursery() as nursery:

@@ -4,6 +4,7 @@ for reminders arriving while idle and for Ctrl-C."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import select
@@ -151,6 +152,27 @@ def test_resume_counts_messages_not_lines(tmp_path: Path) -> None:
     # The assistant message with a text and a tool call is one message of two lines.
     assert lines[2:8] == ["checking", "· schedule_list {}", "· → []", "none", "> b", "bye"]
     assert lines[8] == EXIT_LINE.format(id="mixed")
+
+
+def test_resume_prints_the_files_last_messages_then_what_runs_at_once(tmp_path: Path) -> None:
+    """§7.2 and §5.3 step 4: the recent messages are the file's as it was on disk; a prompt queued
+    in its inbox runs at once on resume and is shown by the live display, not among them."""
+    chat(tmp_path, "--session", "q", "--no-time-context", stdin="one\ntwo\nthree\n")
+    path = tmp_path / "q.jsonl"
+    last = read_log(path).events[-1]
+    queued = {"id": "11111111-1111-4111-8111-111111111111", "role": "user", "source": {"kind": "user", "rpcId": "x"},
+              "content": [{"type": "text", "text": "queued"}]}
+    receipt = {"type": "agent/inbox/spliced", "seq": last.seq + 1, "time": last.time,
+               "data": {"target": "next-turn", "start": 0, "inserted": [queued]}}
+    with path.open("a") as log:
+        log.write(json.dumps(receipt, separators=(",", ":")) + "\n")
+    done = chat(tmp_path, "--session", "q", "--no-time-context", stdin="")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[2:] == [
+        "You said: one", "> two", "You said: two", "> three", "You said: three",
+        "You said: queued",
+        EXIT_LINE.format(id="q"),
+    ]
 
 
 def test_busy_session_is_a_one_line_error(tmp_path: Path) -> None:
