@@ -359,6 +359,20 @@ async def test_length_is_max_tokens(server: Server, adapter: OpenAIAdapter) -> N
     assert outcome == Assembled(content=[{"type": "text", "text": "trunc"}], usage=None, finish="max-tokens")
 
 
+async def test_function_call_and_a_missing_finish_reason_finish_like_stop(server: Server, adapter: OpenAIAdapter) -> None:
+    server.actions.append(sse(delta(tool_calls=[
+        {"index": 0, "id": "c", "function": {"name": "schedule_list", "arguments": "{}"}}]), finish("function_call"), DONE))
+    outcome = await run_attempt(adapter, request())
+    assert outcome == Assembled(
+        content=[{"type": "tool-call", "id": "c", "name": "schedule_list", "arguments": "{}"}],
+        usage=None, finish="tool-calls",
+    )
+    server.actions.append(sse(delta(content="plain"), finish("function_call"), DONE))
+    assert await run_attempt(adapter, request()) == Assembled([{"type": "text", "text": "plain"}], None, "stop")
+    server.actions.append(sse(delta(content="no reason"), DONE))
+    assert await run_attempt(adapter, request()) == Assembled([{"type": "text", "text": "no reason"}], None, "stop")
+
+
 async def test_other_finish_reason_is_a_failure(server: Server, adapter: OpenAIAdapter) -> None:
     server.actions.append(sse(delta(content="x"), finish("content_filter"), DONE))
     assert await failure_of(adapter) == {"message": "model stopped: content_filter", "code": "CONTENT_FILTER"}
