@@ -30,6 +30,7 @@ HISTORY_LIMIT_MAX = 10_000
 
 _MAX_FLOAT_INT = int(sys.float_info.max)
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LINE_BREAK = re.compile(r"[ \t]*[\r\n]+[ \t]*")
 _OVERLONG_ID = re.compile(
     rb'"id"[ \t\r\n]*:[ \t\r\n]*("(?:[^"\\\x00-\x1f]|\\.)*"|-?(?:0|[1-9][0-9]*)(?=[ \t\r\n]*[,}]))'
 )
@@ -226,10 +227,11 @@ def result_frame(rid: str | int | float, result: Any) -> bytes:
 
 
 def error_frame(rid: str | int | float, error: HostError) -> bytes:
+    """An error response. The message is one line (§4.2) even when an exception's text is not:
+    each line break, with the whitespace around it, becomes one space."""
     data = {"code": error.code, **error.data}
-    return encode(
-        {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": error.message, "data": data}}
-    )
+    message = _LINE_BREAK.sub(" ", error.message)
+    return encode({"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": message, "data": data}})
 
 
 def notification_frame(method: str, params: Mapping[str, Any]) -> bytes:

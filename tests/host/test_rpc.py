@@ -852,6 +852,18 @@ async def test_a_handler_bug_is_internal_and_the_server_serves_on(tmp_path: Path
     assert any("Traceback" in line for line in s.diagnostics)
 
 
+async def test_an_error_message_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """§4.2: the message is a one-line explanation, also for a bug whose text spans lines."""
+    async with running_server(tmp_path) as s:
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise ValueError("first line\r\n  second line\nthird")
+
+        monkeypatch.setattr(s.host, "list_sessions", broken)
+        await s.wire.send(request("l", "session/list"))
+        assert error_of(await s.wire.reply("l"))[:2] == (
+            "internal", "internal error: ValueError: first line second line third")
+
+
 async def test_root_that_cannot_be_created_fails_the_prompt(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     async with running_server(tmp_path / "file" / "root") as s:
