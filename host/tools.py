@@ -394,5 +394,5 @@ async def execute(registry: ToolRegistry, name: str, raw_arguments: str, ctx: To
         return exception_result(name, exc)
     try:
         return ToolResult.success(value)
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:  # not JSON (TypeError, ValueError), or too deep (RecursionError)
         return exception_result(name, exc)

@@ -343,6 +343,21 @@ async def test_execute_reports_an_unserialisable_value_as_tool_failed() -> None:
     assert result.is_error and result.error == {"name": "TypeError", "code": "TOOL_FAILED"}
 
 
+async def test_execute_reports_a_value_too_deep_to_render_as_tool_failed() -> None:
+    # An error result never ends the turn (§3.7): a value the encoder gives up on is the tool's
+    # failure, not a bug of the driver.
+    async def body(arguments: Any, ctx: ToolContext) -> Any:
+        value: list[Any] = []
+        for _ in range(100_000):
+            value = [value]
+        return value
+
+    registry = ToolRegistry()
+    registry.register(tool("t", body))
+    result = await execute(registry, "t", "{}", context())
+    assert result.is_error and result.error == {"name": "RecursionError", "code": "TOOL_FAILED"}
+
+
 async def test_execute_lets_cancellation_propagate() -> None:
     async def body(arguments: Any, ctx: ToolContext) -> Any:
         await trio.sleep_forever()
