@@ -37,6 +37,7 @@ from host.jsonrpc import (
     classify,
     content_blocks_param,
     error_frame,
+    event_frame,
     flush_failed_at_shutdown,
     fork_params,
     history_params,
@@ -115,7 +116,6 @@ class Server:
         self._written = trio.Event()
         self._prompts: dict[tuple[str, str], list[_Prompt]] = {}
         self._due: _Prompt | None = None
-        self._unsubscribe: Callable[[], None] = lambda: None
 
     @property
     def stopping(self) -> bool:
@@ -126,11 +126,10 @@ class Server:
         """Trigger shutdown; the first trigger decides the exit code, later ones change nothing.
 
         Notifications stop here, not when :meth:`run` next gets to run: tasks woken together with
-        the trigger (a reminder's follow-up, a streaming turn) must not be forwarded (§4.3.9 step 2).
+        the trigger (a reminder's follow-up, a streaming turn) are not forwarded (§4.3.9 step 2).
         """
         if self._exit_code is None:
             self._exit_code = exit_code
-            self._unsubscribe()
             self._stop.set()
 
     # --- output -----------------------------------------------------------------------------------
@@ -145,7 +144,18 @@ class Server:
 
     def _forward(self, value: Notification) -> None:
         """The observer of the host: queue the notification's frame. A prompt's reply goes out
-        right after its receipt, or after the ``running`` flip the receipt caused (§4.3.2)."""
+        right after its receipt, or after the ``running`` flip the receipt caused (§4.3.2).
+
+        Once shutdown has begun only replies are written (§4.3.9 step 2), with one exception: a
+        prompt that arrived earlier and is admitted now still gets its receipt before its reply
+        (§4.3.2 step 6, §4.5 2)."""
+        if self.stopping:
+            if isinstance(value, EventAppended) and self._prompts and value.event.type == "agent/inbox/spliced":
+                prompt = self._receipt_of(value)
+                if prompt is not None and not prompt.replied:
+                    self._queue(event_frame(value))
+                    self._reply(prompt)
+            return
         frame = notification_bytes(value, deltas=self._stream_deltas)
         due, self._due = self._due, None
         if due is not None:
@@ -269,14 +279,15 @@ class Server:
     async def run(self, stdin: trio.abc.ReceiveStream, stdout: trio.abc.SendStream) -> int:
         send, frames = trio.open_memory_channel[bytes](math.inf)
         self._send = send
-        if not self.stopping:  # a signal may have come first
-            self._unsubscribe = self.host.subscribe(self._forward)
+        # Kept through the host's shutdown: after stop(), _forward passes on only late receipts.
+        unsubscribe = self.host.subscribe(self._forward)
         async with trio.open_nursery() as outer:
             outer.start_soon(self._write, frames, stdout)
             async with trio.open_nursery() as requests:
                 requests.start_soon(self._read, stdin, requests)
                 await self._stop.wait()
                 report = await self.host.shutdown()
+                unsubscribe()
                 self._answer_shutdowns(report)
                 requests.cancel_scope.cancel()
             send.close()  # the writer drains what is queued, then ends

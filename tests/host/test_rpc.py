@@ -777,6 +777,20 @@ async def test_no_notification_once_shutdown_has_begun(tmp_path: Path) -> None:
     assert any(e["type"] == "agent/inbox/spliced" and e["data"]["inserted"] for e in events[9:])
 
 
+async def test_a_prompt_admitted_as_shutdown_begins_still_gets_its_receipt_first(tmp_path: Path) -> None:
+    """§4.3.2 step 6 and §4.5 2 with §4.3.9 step 2: a prompt that arrived before the shutdown
+    request is admitted while its session opens; its receipt still precedes its reply, and
+    nothing else is notified."""
+    async with running_server(tmp_path) as s:
+        await s.wire.send(prompt("p", "fresh", "hi"), request("bye", "shutdown"))
+        frames = await s.wire.rest()
+    assert [f.get("method") or f["id"] for f in frames] == ["session.event", "p", "bye"]
+    receipt = frames[0]["params"]["event"]
+    assert receipt["type"] == "agent/inbox/spliced"
+    assert frames[1]["result"] == {"messageId": receipt["data"]["inserted"][0]["id"]}
+    assert frames[2]["result"] == {}
+
+
 async def test_requests_during_shutdown_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     release = threading.Event()
     async with running_server(tmp_path, adapter=script('{"hang":true}')) as s:
