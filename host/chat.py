@@ -325,7 +325,7 @@ class _Chat:
             if await self.handle(pending.decode("utf-8", "replace").strip()):
                 return
         await self.live.agent.when_idle()
-        self.display.user_entered()
+        # Ctrl-D leaves the cursor after the "> " marker: what follows starts a fresh line.
         self.finish(0)
 
     async def watch_signals(self, signals: AsyncIterator[int]) -> None:

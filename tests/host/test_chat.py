@@ -307,6 +307,8 @@ def test_terminal_ctrl_c_cancels_a_running_turn(tmp_path: Path) -> None:
         term.proc.kill()
         raise
     assert code == 0
+    # Ctrl-D does not move the cursor off the "> " marker: the exit line still gets its own line.
+    assert term.output.endswith("> \n" + EXIT_LINE.format(id="c") + "\n")
     events = read_log(tmp_path / "c.jsonl").events
     ends = [e.value()["reason"] for e in events if e.type == "turn/end"]
     assert ends == [{"kind": "aborted", "reason": {"kind": "user"}}]
