@@ -109,6 +109,18 @@ def test_after_range() -> None:
     assert create_after("a", "p", 1, -1).scheduled_at == "1970-01-01T00:00:00.999Z"
 
 
+def test_integral_floats_at_the_safe_bounds_are_safe_integers() -> None:
+    # §2.1: -MAX_SAFE <= v <= MAX_SAFE includes both ends for floats too (both are exact floats),
+    # so these pass the rule check and fail later, on range or frequency; one step past is not safe.
+    assert error(create_after, "p", float(MAX_SAFE), NOW) == RANGE
+    assert error(create_every, "p", -float(MAX_SAFE), NOW) == FREQ
+    assert error(create_after, "p", float(2**53), NOW) == AFTER
+    assert error(create_every, "p", -float(2**53), NOW) == EVERY
+    # a clock sample at the lower bound is usable too
+    assert create_every("a", "p", MAX_SAFE // 1000, -float(MAX_SAFE)).scheduled_at == (
+        "1969-12-31T23:59:59.009Z")
+
+
 @pytest.mark.parametrize("now", [None, "0", True, 1.5, 2**53, -(2**53), float("nan")])
 def test_unusable_clock_is_out_of_range(now: object) -> None:
     assert error(create_after, "p", 5, now) == RANGE
