@@ -428,8 +428,11 @@ class Host:
                     await self._flush_for_close(live)
         except BaseException as exc:
             failure = sole_exception(exc)
-            if live is None or not started or isinstance(failure, trio.Cancelled):
-                raise  # failed before it was live (the caller of start() sees it), or cancelled
+            if live is None or not started or not isinstance(failure, Exception):
+                # Failed before it was live (the caller of start() sees it); or cancelled, or a
+                # KeyboardInterrupt trio delivered in this task: those end the process, not a
+                # session, so they must reach main (exit 130), never be logged as its failure.
+                raise
             if not isinstance(failure, PersistenceError):
                 _log.exception('live session "%s" failed', session_id)
             live.flush_error = live.flush_error or f"{failure}"

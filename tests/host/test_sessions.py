@@ -15,7 +15,7 @@ import pytest
 import trio
 
 import eventlog.fileio
-from host.app import ChildCreated, EventAppended, HostError, resolve_root
+from host.app import ChildCreated, EventAppended, HostError, resolve_root, sole_exception
 from host.testing import Harness, open_harness
 from tests.host.loop_support import B, of_type, script, texts, types
 
@@ -444,3 +444,23 @@ async def test_history_pages_live_and_cold_sessions(tmp_path, autojump_clock) ->
 )
 def test_root_resolution(option: str | None, env: dict[str, str], expected: str) -> None:
     assert resolve_root(option, env, cwd="/cwd") == Path(expected)
+
+
+class _Interrupting:
+    """A model adapter in whose stream the Ctrl-C lands (trio raises KeyboardInterrupt in the
+    task that is running)."""
+
+    def stream(self, request: Any) -> Any:
+        raise KeyboardInterrupt
+
+
+async def test_a_keyboard_interrupt_inside_a_live_session_reaches_the_caller_unlogged(
+    tmp_path, autojump_clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # §7: Ctrl-C exits 130; a session must not swallow it as its own failure.
+    with pytest.raises(BaseException) as raised, trio.fail_after(600):  # virtual: a hang guard
+        async with open_harness(tmp_path, adapters=lambda: {"scripted": _Interrupting()}) as h:
+            await h.start()
+            await one_turn(h, "main")
+    assert isinstance(sole_exception(raised.value), KeyboardInterrupt)
+    assert "failed" not in caplog.text
