@@ -236,6 +236,18 @@ class _ToolCall:
         self.arguments = ""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def whole_text(text: str) -> str:
+    """``text`` with each surrogate pair joined into its character and any lone surrogate
+    replaced by U+FFFD. JSON carries lone halves as escapes, but a log cannot store them
+    (eventlog §3.5), and servers split an emoji's pair across two payloads."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 class StreamFolder:
     """Folds SSE payloads into chunks: ``choices[0]`` deltas open and extend one reasoning block,
     one text block and one block per tool-call ``index``; the last ``finish_reason`` and the latest
@@ -246,6 +258,7 @@ class StreamFolder:
         self._step = step
         self._kinds: list[str] = []  # block kinds by index
         self._text: dict[int, str] = {}
+        self._held: dict[int, str] = {}  # a high surrogate per block, awaiting its low half
         self._reasoning_index: int | None = None
         self._text_index: int | None = None
         self._calls: dict[object, _ToolCall] = {}
@@ -285,12 +298,12 @@ class StreamFolder:
         if isinstance(reasoning, str) and reasoning:
             if self._reasoning_index is None:
                 self._reasoning_index = self._open("reasoning", chunks)
-            chunks.append(self._extend(self._reasoning_index, "reasoning-delta", reasoning))
+            self._extend(self._reasoning_index, "reasoning-delta", reasoning, chunks)
         content = delta.get("content")
         if isinstance(content, str) and content:
             if self._text_index is None:
                 self._text_index = self._open("text", chunks)
-            chunks.append(self._extend(self._text_index, "text-delta", content))
+            self._extend(self._text_index, "text-delta", content, chunks)
         tool_calls = delta.get("tool_calls")
         if isinstance(tool_calls, list):
             for position, entry in enumerate(tool_calls):
@@ -319,9 +332,16 @@ class StreamFolder:
         else:
             code = re.sub(r"[^A-Za-z0-9]", "_", reason.upper())
             last = failure_chunk(make_failure(f"model stopped: {reason}", code))
+        held: list[Chunk] = []
+        for index in sorted(self._held):  # a high half whose low half never came
+            if self._kinds[index] == "tool-call":
+                call = next(c for c in self._calls.values() if c.index == index)
+                held.append(self._call_delta(call, self._piece(index, "", last=True)))
+            else:
+                self._extend(index, f"{self._kinds[index]}-delta", "", held)
         ends: list[Chunk] = [{"type": "block-end", "index": i, "block": self._block(i)} for i in range(len(self._kinds))]
         usage: list[Chunk] = [] if self.usage is None else [{"type": "usage", "usage": self.usage}]
-        return [*ends, *usage, last]
+        return [*held, *ends, *usage, last]
 
     def _open(self, kind: str, chunks: list[Chunk]) -> int:
         index = len(self._kinds)
@@ -329,9 +349,20 @@ class StreamFolder:
         chunks.append({"type": "block-start", "index": index, "blockType": kind})
         return index
 
-    def _extend(self, index: int, chunk_type: str, text: str) -> Chunk:
-        self._text[index] = self._text.get(index, "") + text
-        return {"type": chunk_type, "index": index, "text": text}
+    def _piece(self, index: int, text: str, *, last: bool = False) -> str:
+        # What of ``text`` can be passed on now: a high surrogate at its end waits for the low
+        # half the next payload may start with, unless ``last``.
+        text = self._held.pop(index, "") + text
+        if not last and text and "\ud800" <= text[-1] <= "\udbff":
+            self._held[index] = text[-1]
+            text = text[:-1]
+        return whole_text(text)
+
+    def _extend(self, index: int, chunk_type: str, text: str, chunks: list[Chunk]) -> None:
+        piece = self._piece(index, text, last=not text)
+        if piece:
+            self._text[index] = self._text.get(index, "") + piece
+            chunks.append({"type": chunk_type, "index": index, "text": piece})
 
     def _tool_call_delta(self, position: int, entry: Mapping[str, Any], chunks: list[Chunk]) -> Chunk:
         function = entry.get("function")
@@ -354,6 +385,9 @@ class StreamFolder:
             call.id = call_id
         if not call.name:
             call.name = name
+        return self._call_delta(call, self._piece(call.index, arguments))
+
+    def _call_delta(self, call: _ToolCall, arguments: str) -> Chunk:
         call.arguments += arguments
         delta: dict[str, Any] = {"type": "tool-call-delta", "index": call.index, "id": call.id}
         if call.name:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 import trio
 from hypothesis import given, settings
@@ -297,6 +298,40 @@ async def test_streamed_text_with_usage(server: Server, adapter: OpenAIAdapter) 
         {"type": "finish", "reason": {"kind": "stop"}},
     ]
 
+
+
+async def test_a_surrogate_pair_split_across_payloads_is_joined(server: Server, adapter: OpenAIAdapter) -> None:
+    # A server holding UTF-16 text may end one payload inside an emoji: "\ud83d" then "\ude00".
+    # The halves are joined (a log cannot store lone surrogates); a half whose pair never comes
+    # is U+FFFD, in text, reasoning and tool-call arguments alike.
+    server.actions.append(sse(
+        delta(role="assistant", reasoning_content="hm \ud83e"),
+        delta(content="ok \ud83d"),
+        delta(content="\ude00!", reasoning_content="\udd14"),
+        delta(content=" \udc00 and \ud83d"),
+        delta(tool_calls=[{"index": 0, "id": "call_A", "function": {"name": "note", "arguments": '{"t":"\ud83c'}}]),
+        delta(tool_calls=[{"index": 0, "function": {"arguments": '\udf89"}'}}]),
+        finish("stop"),
+        DONE,
+    ))
+    chunks = await chunks_of(adapter)
+    assert [c for c in chunks if c["type"].endswith("delta")] == [
+        {"type": "reasoning-delta", "index": 0, "text": "hm "},
+        {"type": "text-delta", "index": 1, "text": "ok "},
+        {"type": "reasoning-delta", "index": 0, "text": "\U0001f914"},
+        {"type": "text-delta", "index": 1, "text": "\U0001f600!"},
+        {"type": "text-delta", "index": 1, "text": " \ufffd and "},
+        {"type": "tool-call-delta", "index": 2, "id": "call_A", "name": "note", "argumentsDelta": '{"t":"'},
+        {"type": "tool-call-delta", "index": 2, "id": "call_A", "name": "note", "argumentsDelta": '\U0001f389"}'},
+        {"type": "text-delta", "index": 1, "text": "\ufffd"},
+    ]
+    blocks = [c["block"] for c in chunks if c["type"] == "block-end"]
+    assert blocks == [
+        {"type": "reasoning", "text": "hm \U0001f914"},
+        {"type": "text", "text": "ok \U0001f600! \ufffd and \ufffd"},
+        {"type": "tool-call", "id": "call_A", "name": "note", "arguments": '{"t":"\U0001f389"}'},
+    ]
+    assert json.loads(msgspec.json.encode(blocks)) == blocks  # storable: no lone surrogate left
 
 async def test_streamed_reasoning_then_text(server: Server, adapter: OpenAIAdapter) -> None:
     server.actions.append(sse(
