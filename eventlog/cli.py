@@ -47,7 +47,7 @@ from .errors import (
     SurfaceError,
     UnsupportedFormat,
 )
-from .format import Event, SessionHeader, check_session_id
+from .format import TEMP_SUFFIX, Event, SessionHeader, check_session_id
 from .reader import LogIndexer, LogSnapshot, Repair, iter_events, read_header, read_log, tail
 from .store import SessionInfo, SessionStore, default_root
 
@@ -65,7 +65,7 @@ HEADER_LINE_LIMIT = 1 << 20  # a longer header is a problem for `list` (§11)
 PROGRESS_MIN_BYTES = 16 * 1024 * 1024  # logs at least this large get a progress indication
 PROGRESS_DELAY_S = 0.3  # ... if reading takes longer than this
 TAIL_BATCH = 4096  # events read per worker-thread call by `tail --from`
-_TEMP_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.jsonl\.[0-9a-f]{12}\.tmp")
+_TEMP_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.jsonl" + TEMP_SUFFIX)
 
 FAILING = frozenset({"invalid", "corrupt", "unsupported", "unreadable"})
 

@@ -17,6 +17,7 @@ import functools
 import json
 import math
 import re
+import secrets
 import sys
 import time as _time
 from collections.abc import Sequence
@@ -49,6 +50,8 @@ __all__ = [
     "decode_header",
     "is_event_type",
     "is_safe_int",
+    "TEMP_SUFFIX",
+    "temp_path",
 ]
 
 T = TypeVar("T")
@@ -91,6 +94,15 @@ def check_session_id(id: object) -> str:
     if not isinstance(id, str) or _ID_RE.fullmatch(id) is None:
         raise InvalidSessionId(id)
     return id
+
+
+# §6.3 step 2: a file is published from "<final name>.<12 lowercase hex>.tmp" beside it.
+TEMP_SUFFIX = r"\.[0-9a-f]{12}\.tmp"
+
+
+def temp_path(final: Path) -> Path:
+    """A fresh publish temp name for ``final`` (§6.3 step 2); it matches ``TEMP_SUFFIX``."""
+    return final.with_name(f"{final.name}.{secrets.token_hex(6)}.tmp")
 
 
 # --------------------------------------------------------------------------- values

@@ -28,6 +28,7 @@ import trio
 
 from .errors import CorruptLog, SessionNotFound
 from .format import (
+    TEMP_SUFFIX,
     Event,
     MalformedRecord,
     RecordDecoder,
@@ -633,7 +634,7 @@ def _concerns_log(target: str) -> Callable[[object, str], bool]:
     process keeps writing through the descriptor of ``<id>.jsonl.<12 hex>.tmp``, unlinked
     after the link, so its appends never carry the final name."""
     directory, name = os.path.split(target)
-    temp_name = re.compile(re.escape(name) + r"\.[0-9a-f]{12}\.tmp")
+    temp_name = re.compile(re.escape(name) + TEMP_SUFFIX)
 
     def concerns(_change: object, changed: str) -> bool:
         if changed == target:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import math
-import secrets
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
@@ -32,7 +31,7 @@ import trio
 
 from . import fileio
 from .errors import EventLogError, InvalidEvent, PersistenceError, SessionClosed
-from .format import Clock, Event, SessionHeader, SurfaceOp, build_event
+from .format import Clock, Event, SessionHeader, SurfaceOp, build_event, temp_path
 from .reader import Repair
 
 __all__ = ["Session"]
@@ -450,7 +449,7 @@ class Session:
             fileio.make_dirs(root)
         except OSError as exc:
             raise _failed(f'creating the session root "{root}"', exc) from None
-        tmp = root / f"{self.path.name}.{secrets.token_hex(6)}.tmp"
+        tmp = temp_path(self.path)
         try:
             fd = fileio.open_new(tmp)
         except OSError as exc:

@@ -15,7 +15,6 @@ import errno
 import functools
 import logging
 import os
-import secrets
 import stat
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -43,6 +42,7 @@ from .format import (
     build_event,
     check_session_id,
     is_safe_int,
+    temp_path,
 )
 from .reader import LogSnapshot, Repair, iter_events, read_header, read_log, read_log_fd
 from .session import Session
@@ -563,7 +563,7 @@ class _ChildFile:
 
     def __init__(self, path: Path, header_line: bytes) -> None:
         self._path = path
-        self._tmp = path.with_name(f"{path.name}.{secrets.token_hex(6)}.tmp")
+        self._tmp = temp_path(path)
         self._id = path.name[: -len(".jsonl")]
         self._fd: int | None = None
         self._linked = False
