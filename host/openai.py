@@ -338,7 +338,7 @@ class StreamFolder:
                 call = next(c for c in self._calls.values() if c.index == index)
                 held.append(self._call_delta(call, self._piece(index, "", last=True)))
             else:
-                self._extend(index, f"{self._kinds[index]}-delta", "", held)
+                self._extend(index, f"{self._kinds[index]}-delta", "", held, last=True)
         ends: list[Chunk] = [{"type": "block-end", "index": i, "block": self._block(i)} for i in range(len(self._kinds))]
         usage: list[Chunk] = [] if self.usage is None else [{"type": "usage", "usage": self.usage}]
         return [*held, *ends, *usage, last]
@@ -358,8 +358,8 @@ class StreamFolder:
             text = text[:-1]
         return whole_text(text)
 
-    def _extend(self, index: int, chunk_type: str, text: str, chunks: list[Chunk]) -> None:
-        piece = self._piece(index, text, last=not text)
+    def _extend(self, index: int, chunk_type: str, text: str, chunks: list[Chunk], *, last: bool = False) -> None:
+        piece = self._piece(index, text, last=last)
         if piece:
             self._text[index] = self._text.get(index, "") + piece
             chunks.append({"type": chunk_type, "index": index, "text": piece})
