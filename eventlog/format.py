@@ -800,7 +800,8 @@ def build_event(
         )
     # A str subclass (an owner's StrEnum of types) is stored as the plain string it holds:
     # sys.intern refuses subclasses, and Event.type is a str.
-    type = str.__str__(type)
+    if type.__class__ is not str:
+        type = str.__str__(type)
     if not _is_seq_int(seq):
         raise _invalid(type, f"seq must be a safe integer >= 0, got {seq!r}")
     if not is_safe_int(time):
