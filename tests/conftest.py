@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import zoneinfo
+from pathlib import Path
 
-# Every zone comes from the tzdata package, as in the turnlog application (host.md §7), so
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+# Every zone comes from the tzdata package, as in the turnlog application (docs/host.md §7), so
 # results do not depend on the machine's system time-zone database.
 zoneinfo.reset_tzpath(to=())
+
+# A test run writes nothing into the working tree: hypothesis keeps its example database in the
+# temporary directory locally, and none at all in CI, where every run starts clean and must not
+# depend on what an earlier run found.
+_HYPOTHESIS_DB = Path(tempfile.gettempdir()) / f"turnlog-hypothesis-{os.getuid()}"
+settings.register_profile("dev", database=DirectoryBasedExampleDatabase(_HYPOTHESIS_DB))
+settings.register_profile("ci", database=None, print_blob=True, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))

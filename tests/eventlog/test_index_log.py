@@ -28,7 +28,7 @@ from eventlog.errors import CorruptLog, SessionNotFound, UnsupportedFormat
 from eventlog.format import Event, build_event
 from eventlog.reader import LogIndexer, LogSnapshot, index_log, read_log
 from tests.eventlog.spec_examples import E1_LINES, E5_LINES, E9_ROW, log_bytes
-from tests.shared_fixtures import DSH_FIXTURES
+from tests.fixture_paths import DSH_FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -41,10 +41,7 @@ SETTINGS = settings(
 
 
 def fixture_files() -> list[Path]:
-    files = sorted(FIXTURES.glob("*.jsonl"))
-    if DSH.is_dir():
-        files += sorted(DSH.glob("*.jsonl"))
-    return files
+    return sorted(FIXTURES.glob("*.jsonl")) + sorted(DSH.glob("*.jsonl"))
 
 
 def copy_in(source: Path, tmp_path: Path) -> Path:

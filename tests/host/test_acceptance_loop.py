@@ -50,7 +50,7 @@ from tests.host.loop_support import (
     types,
 )
 from timecontext import Enter, PreStep, Reject
-from tests.shared_fixtures import DSH_FIXTURES
+from tests.fixture_paths import DSH_FIXTURES
 
 FIXTURES = DSH_FIXTURES
 
