@@ -40,7 +40,7 @@ from timecontext import Enter, PreStep, Reject
 
 if TYPE_CHECKING:
     from eventlog import Event, Session
-    from timecontext.hook import PreStepHook
+    from timecontext import PreStepHook
 
 T = TypeVar("T")
 Phase = Literal["idle", "running", "maintenance"]

@@ -1,31 +1,47 @@
-"""schedule — durable session-local reminders (spec schedule.md).
+"""schedule — durable session-local reminders (docs/schedule.md).
 
-The public names of §9; everything else is private.
+The public names of schedule §9; every module is private.
 """
 
 from __future__ import annotations
 
-from .create import allocate_id, create_after, create_at, create_every
-from .errors import AgentBusy, InvalidToolArguments, ScheduleInputError, ScheduleLogError
-from .fold import EveryBatch, Fold, OneShot, Wait, check_append, decide, fold, resolve_every
-from .jsontext import compact_json, js_trim
-from .protocols import AgentPort, Clock, LoggedEvent, SessionHandle
-from .queue import ScheduleQueue
-from .records import (
-    AfterRecord,
-    AtRecord,
-    Create,
-    Delete,
-    Dispatch,
-    EveryRecord,
-    ScheduleChange,
-    decode_change,
-)
-from .runtime import ScheduleRuntime
-from .timeparse import format_instant, parse_instant
-from .timezones import canonicalize_time_zone
-from .tools import ScheduleTools, ToolSpec
-
+from ._create import allocate_id as allocate_id
+from ._create import create_after as create_after
+from ._create import create_at as create_at
+from ._create import create_every as create_every
+from ._errors import AgentBusy as AgentBusy
+from ._errors import InvalidToolArguments as InvalidToolArguments
+from ._errors import ScheduleInputError as ScheduleInputError
+from ._errors import ScheduleLogError as ScheduleLogError
+from ._fold import EveryBatch as EveryBatch
+from ._fold import Fold as Fold
+from ._fold import OneShot as OneShot
+from ._fold import Wait as Wait
+from ._fold import check_append as check_append
+from ._fold import decide as decide
+from ._fold import fold as fold
+from ._fold import resolve_every as resolve_every
+from ._jsontext import compact_json as compact_json
+from ._jsontext import js_trim as js_trim
+from ._protocols import AgentPort as AgentPort
+from ._protocols import Clock as Clock
+from ._protocols import LoggedEvent as LoggedEvent
+from ._protocols import SessionHandle as SessionHandle
+from ._queue import ScheduleQueue as ScheduleQueue
+from ._records import AfterRecord as AfterRecord
+from ._records import AtRecord as AtRecord
+from ._records import Create as Create
+from ._records import Delete as Delete
+from ._records import Dispatch as Dispatch
+from ._records import EveryRecord as EveryRecord
+from ._records import ScheduleChange as ScheduleChange
+from ._records import decode_change as decode_change
+from ._runtime import ScheduleRuntime as ScheduleRuntime
+from ._timeparse import format_instant as format_instant
+from ._timeparse import parse_instant as parse_instant
+from ._timezones import canonicalize_time_zone as canonicalize_time_zone
+from ._tools import ScheduleTools as ScheduleTools
+from ._tools import ToolSpec as ToolSpec
 __all__ = [
     "AfterRecord",
     "AgentBusy",

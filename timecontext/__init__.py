@@ -1,4 +1,4 @@
-"""timecontext: a durable time reading before every model step (spec timecontext.md).
+"""timecontext: a durable time reading before every model step (docs/time-context.md).
 
 Just before the host enters a model step, ``TimeContext.pre_step`` may append one user-role
 message, the *reading*: the wall-clock time in a named zone, the open turn's client time
@@ -6,33 +6,39 @@ zone(s) with an instruction for the model, and the time elapsed since a baseline
 reading is an ordinary durable ``user/message``; timecontext owns no other state. The host
 supplies the clock and the shared zone canonicaliser; timecontext never imports ``host`` or
 ``schedule``.
+
+The public names are those of time-context §8.4 and the types and Protocols of time-context
+§3.1; every module is private.
 """
 
 from __future__ import annotations
 
-from .context import TimeContext
-from .errors import ClientZoneError, ReadingInvariantError, TimeContextConfigError
-from .hook import (
-    Clock,
-    Decision,
-    Enter,
-    EventLike,
-    Message,
-    PreStep,
-    PreStepHook,
-    Reject,
-    ZoneCanonicalizer,
-)
-from .render import (
-    format_duration,
-    format_timestamp,
-    policy_line,
-    reading_message,
-    render_reading,
-)
-from .validate import ReadingReport, ReadingViolation, check_reading, validate_readings
-from .zones import ZONE_SHAPE, client_zones, process_zone, sampled_zone
-
+from ._context import TimeContext as TimeContext
+from ._errors import ClientZoneError as ClientZoneError
+from ._errors import ReadingInvariantError as ReadingInvariantError
+from ._errors import TimeContextConfigError as TimeContextConfigError
+from ._hook import Clock as Clock
+from ._hook import Decision as Decision
+from ._hook import Enter as Enter
+from ._hook import EventLike as EventLike
+from ._hook import Message as Message
+from ._hook import PreStep as PreStep
+from ._hook import PreStepHook as PreStepHook
+from ._hook import Reject as Reject
+from ._hook import ZoneCanonicalizer as ZoneCanonicalizer
+from ._render import format_duration as format_duration
+from ._render import format_timestamp as format_timestamp
+from ._render import policy_line as policy_line
+from ._render import reading_message as reading_message
+from ._render import render_reading as render_reading
+from ._validate import ReadingReport as ReadingReport
+from ._validate import ReadingViolation as ReadingViolation
+from ._validate import check_reading as check_reading
+from ._validate import validate_readings as validate_readings
+from ._zones import ZONE_SHAPE as ZONE_SHAPE
+from ._zones import client_zones as client_zones
+from ._zones import process_zone as process_zone
+from ._zones import sampled_zone as sampled_zone
 __all__ = [
     "ZONE_SHAPE",
     "ClientZoneError",

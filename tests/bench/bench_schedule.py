@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from eventlog.format import Event
-from schedule.fold import IncrementalFold
+from schedule._fold import IncrementalFold
 from schedule import (
     EveryRecord,
     EveryBatch,

@@ -17,7 +17,7 @@ from schedule import (
     create_every,
     parse_instant,
 )
-from schedule.timeparse import MAX_MS, MIN_MS
+from schedule._timeparse import MAX_MS, MIN_MS
 
 NOW = 1799568000000  # 2027-01-10T08:00:00.000Z
 MAX_SAFE = 2**53 - 1

@@ -17,7 +17,7 @@ from schedule import (
     parse_instant,
     resolve_every,
 )
-from schedule.timeparse import MAX_MS, MIN_MS
+from schedule._timeparse import MAX_MS, MIN_MS
 
 MAX_SAFE = 2**53 - 1
 

@@ -261,7 +261,7 @@ def test_reminders_fixture_replays_through_eventlog() -> None:
     and the follow-up text queued before it is the framing of that decision."""
     eventlog = pytest.importorskip("eventlog")
     from schedule import EveryBatch, OneShot, decide
-    from schedule.framing import frame_batch, frame_one_shot
+    from schedule._framing import frame_batch, frame_one_shot
 
     snapshot = eventlog.read_log(FIXTURES / "reminders-1.jsonl")
     events = list(snapshot.events)

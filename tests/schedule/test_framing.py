@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedule import AtRecord, EveryBatch, EveryRecord, compact_json, decide, js_trim, parse_instant
-from schedule.framing import frame_batch, frame_one_shot
+from schedule._framing import frame_batch, frame_one_shot
 
 ONE_SHOT_HEAD = (
     "[SCHEDULE REMINDER]\n"

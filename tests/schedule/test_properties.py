@@ -27,8 +27,8 @@ from schedule import (
     format_instant,
     parse_instant,
 )
-from schedule.fold import IncrementalFold
-from schedule.timeparse import MAX_MS, MIN_MS
+from schedule._fold import IncrementalFold
+from schedule._timeparse import MAX_MS, MIN_MS
 from tests.schedule import changelog as cl
 from tests.schedule.changelog import BrokenEv, Ev
 

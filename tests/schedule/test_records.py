@@ -19,7 +19,7 @@ from schedule import (
     compact_json,
     decode_change,
 )
-from schedule.records import change_to_dict, record_to_dict, view
+from schedule._records import change_to_dict, record_to_dict, view
 from tests.schedule import changelog as cl
 
 T0 = "2027-01-10T08:01:30.000Z"

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedule import ScheduleInputError, canonicalize_time_zone, create_at, format_instant
-from schedule.timeparse import MIN_MS
+from schedule._timeparse import MIN_MS
 
 INVALID = "time_zone must be UTC or a valid IANA Area/Location name."
 SHAPE = r"[A-Za-z][A-Za-z0-9_+.-]*(?:/[A-Za-z0-9_+.-]+)+"

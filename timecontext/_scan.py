@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .hook import EventLike
-from .render import PLUGIN
+from ._hook import EventLike
+from ._render import PLUGIN
 
 USER_MESSAGE = "user/message"
 TURN_START = "turn/start"

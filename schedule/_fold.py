@@ -13,11 +13,11 @@ from itertools import islice
 
 import msgspec
 
-from .errors import ScheduleLogError
-from .jsontext import MAX_SAFE, compact_json, safe_int
-from .protocols import LoggedEvent
-from .records import CHANGE_TYPE, Create, Delete, EveryRecord, Record, ScheduleChange, decode_checked
-from .timeparse import MAX_MS, MIN_MS, format_instant, parse_instant
+from ._errors import ScheduleLogError
+from ._jsontext import MAX_SAFE, compact_json, safe_int
+from ._protocols import LoggedEvent
+from ._records import CHANGE_TYPE, Create, Delete, EveryRecord, Record, ScheduleChange, decode_checked
+from ._timeparse import MAX_MS, MIN_MS, format_instant, parse_instant
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .context import MAX_SAFE_INTEGER
-from .errors import ClientZoneError, ReadingInvariantError, json_text
-from .hook import EventLike, ZoneCanonicalizer
-from .render import PLUGIN, STEP_ONE_BASELINE, format_timestamp, policy_line
-from .scan import USER_MESSAGE, is_reading, open_turn, position
-from .zones import client_zones
+from ._context import MAX_SAFE_INTEGER
+from ._errors import ClientZoneError, ReadingInvariantError, json_text
+from ._hook import EventLike, ZoneCanonicalizer
+from ._render import PLUGIN, STEP_ONE_BASELINE, format_timestamp, policy_line
+from ._scan import USER_MESSAGE, is_reading, open_turn, position
+from ._zones import client_zones
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 

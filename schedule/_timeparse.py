@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
-from .errors import ScheduleInputError, ScheduleLogError
-from .jsontext import safe_int
-from .timezones import canonicalize_time_zone
+from ._errors import ScheduleInputError, ScheduleLogError
+from ._jsontext import safe_int
+from ._timezones import canonicalize_time_zone
 
 MIN_MS = -62135596800000  # 0001-01-01T00:00:00.000Z
 MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z

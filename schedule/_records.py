@@ -13,9 +13,9 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 
-from .errors import ScheduleLogError
-from .jsontext import MAX_SAFE, js_trim
-from .timeparse import parse_instant
+from ._errors import ScheduleLogError
+from ._jsontext import MAX_SAFE, js_trim
+from ._timeparse import parse_instant
 
 MIN_EVERY_SECONDS = 300
 CHANGE_TYPE = "schedule/change"  # the one event type schedule owns (§3.1)

@@ -11,7 +11,7 @@ import re
 import zoneinfo
 from importlib import resources
 
-from .errors import ScheduleInputError
+from ._errors import ScheduleInputError
 
 _SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9_+.-]*(?:/[A-Za-z0-9_+.-]+)+", re.ASCII)
 

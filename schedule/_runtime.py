@@ -15,14 +15,14 @@ from typing import Any
 
 import trio
 
-from .diagnostics import describe, schedule_logger
-from .errors import AgentBusy
-from .fold import EveryBatch, IncrementalFold, OneShot, Wait, decide
-from .framing import frame_batch, frame_one_shot
-from .jsontext import compact_json
-from .protocols import AgentPort, Clock, SessionHandle
-from .queue import ScheduleQueue
-from .records import CHANGE_TYPE, Dispatch, Record, change_to_dict
+from ._diagnostics import describe, schedule_logger
+from ._errors import AgentBusy
+from ._fold import EveryBatch, IncrementalFold, OneShot, Wait, decide
+from ._framing import frame_batch, frame_one_shot
+from ._jsontext import compact_json
+from ._protocols import AgentPort, Clock, SessionHandle
+from ._queue import ScheduleQueue
+from ._records import CHANGE_TYPE, Dispatch, Record, change_to_dict
 
 DEFAULT_SEGMENT_MS = 60_000
 

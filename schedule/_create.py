@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .errors import ScheduleInputError
-from .jsontext import MAX_SAFE, js_trim, safe_int
-from .records import MIN_EVERY_SECONDS, AfterRecord, AtRecord, EveryRecord
-from .timeparse import OUT_OF_RANGE, check_target, now_sample, parse_at_string, resolve_local_at
+from ._errors import ScheduleInputError
+from ._jsontext import MAX_SAFE, js_trim, safe_int
+from ._records import MIN_EVERY_SECONDS, AfterRecord, AtRecord, EveryRecord
+from ._timeparse import OUT_OF_RANGE, check_target, now_sample, parse_at_string, resolve_local_at
 
 _EMPTY_PROMPT = "prompt must be non-empty after trimming."
 _BAD_AFTER = "after_seconds must be a positive safe integer."

@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .errors import ClientZoneError, TimeContextConfigError
-from .hook import ZoneCanonicalizer
+from ._errors import ClientZoneError, TimeContextConfigError
+from ._hook import ZoneCanonicalizer
 
 ZONE_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9_+.\-]*(?:/[A-Za-z0-9_+.\-]+)+", re.ASCII)
 """The shape of an IANA ``Area/Location`` name; use ``fullmatch``."""

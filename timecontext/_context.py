@@ -12,11 +12,11 @@ import math
 import os
 from collections.abc import Mapping
 
-from .errors import TimeContextConfigError, decimal_text, json_text
-from .hook import Clock, Decision, Enter, PreStep, Reject, ZoneCanonicalizer
-from .render import reading_message, render_reading
-from .scan import latest_message_time, latest_reading_time, open_turn
-from .zones import client_zones, has_zone_shape, process_zone
+from ._errors import TimeContextConfigError, decimal_text, json_text
+from ._hook import Clock, Decision, Enter, PreStep, Reject, ZoneCanonicalizer
+from ._render import reading_message, render_reading
+from ._scan import latest_message_time, latest_reading_time, open_turn
+from ._zones import client_zones, has_zone_shape, process_zone
 
 MAX_SAFE_INTEGER = 2**53 - 1
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import trio
 
-from .create import allocate_id, check_create_arguments, create_after, create_at, create_every
-from .diagnostics import describe, schedule_logger
-from .errors import InvalidToolArguments, ScheduleInputError, ScheduleLogError
-from .fold import Fold, IncrementalFold
-from .jsontext import js_trim, safe_int
-from .protocols import AgentPort, Clock, SessionHandle
-from .queue import ScheduleQueue
-from .records import CHANGE_TYPE, Create, Delete, Record, change_to_dict, view
+from ._create import allocate_id, check_create_arguments, create_after, create_at, create_every
+from ._diagnostics import describe, schedule_logger
+from ._errors import InvalidToolArguments, ScheduleInputError, ScheduleLogError
+from ._fold import Fold, IncrementalFold
+from ._jsontext import js_trim, safe_int
+from ._protocols import AgentPort, Clock, SessionHandle
+from ._queue import ScheduleQueue
+from ._records import CHANGE_TYPE, Create, Delete, Record, change_to_dict, view
 
 Handler = Callable[..., Awaitable[Any]]
 
