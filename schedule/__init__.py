@@ -5,6 +5,9 @@ The public names of schedule §9; every module is private.
 
 from __future__ import annotations
 
+from eventlog.values import Clock as Clock
+from eventlog.values import compact_json as compact_json
+
 from ._create import allocate_id as allocate_id
 from ._create import create_after as create_after
 from ._create import create_at as create_at
@@ -21,10 +24,7 @@ from ._fold import check_append as check_append
 from ._fold import decide as decide
 from ._fold import fold as fold
 from ._fold import resolve_every as resolve_every
-from ._jsontext import compact_json as compact_json
-from ._jsontext import js_trim as js_trim
 from ._protocols import AgentPort as AgentPort
-from ._protocols import Clock as Clock
 from ._protocols import LoggedEvent as LoggedEvent
 from ._protocols import SessionHandle as SessionHandle
 from ._queue import ScheduleQueue as ScheduleQueue
@@ -42,6 +42,8 @@ from ._timeparse import parse_instant as parse_instant
 from ._timezones import canonicalize_time_zone as canonicalize_time_zone
 from ._tools import ScheduleTools as ScheduleTools
 from ._tools import ToolSpec as ToolSpec
+from ._trim import js_trim as js_trim
+
 __all__ = [
     "AfterRecord",
     "AgentBusy",

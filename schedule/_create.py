@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from eventlog.values import MAX_SAFE_INTEGER, safe_int
+
 from ._errors import ScheduleInputError
-from ._jsontext import MAX_SAFE, js_trim, safe_int
 from ._records import MIN_EVERY_SECONDS, AfterRecord, AtRecord, EveryRecord
 from ._timeparse import OUT_OF_RANGE, check_target, now_sample, parse_at_string, resolve_local_at
+from ._trim import js_trim
 
 _EMPTY_PROMPT = "prompt must be non-empty after trimming."
 _BAD_AFTER = "after_seconds must be a positive safe integer."
@@ -89,7 +91,7 @@ def create_every(id: str, prompt: object, every_seconds: object, now_ms: object)
     p = _prompt(prompt)
     seconds = _every_seconds(every_seconds)
     interval = seconds * 1000
-    if interval > MAX_SAFE:
+    if interval > MAX_SAFE_INTEGER:
         raise ScheduleInputError("time_out_of_range", OUT_OF_RANGE)
     now = now_sample(now_ms)
     return EveryRecord(id, p, seconds, check_target(now + interval, now))

@@ -13,11 +13,19 @@ from itertools import islice
 
 import msgspec
 
+from eventlog.values import (
+    MAX_INSTANT_MS,
+    MAX_SAFE_INTEGER,
+    MIN_INSTANT_MS,
+    compact_json,
+    format_instant,
+    safe_int,
+)
+
 from ._errors import ScheduleLogError
-from ._jsontext import MAX_SAFE, compact_json, safe_int
 from ._protocols import LoggedEvent
 from ._records import CHANGE_TYPE, Create, Delete, EveryRecord, Record, ScheduleChange, decode_checked
-from ._timeparse import MAX_MS, MIN_MS, format_instant, parse_instant
+from ._timeparse import parse_instant
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,17 +65,17 @@ class Wait:
 
 def _resolve(target: int, every_seconds: object, accepted: object) -> tuple[int, int | None]:
     a = safe_int(accepted)
-    if a is None or not MIN_MS <= a <= MAX_MS:
+    if a is None or not MIN_INSTANT_MS <= a <= MAX_INSTANT_MS:
         raise ScheduleLogError("every acceptedAt must be a representable four-digit-year instant")
     seconds = safe_int(every_seconds)
     interval = None if seconds is None else seconds * 1000
-    if interval is None or not 0 < interval <= MAX_SAFE:
+    if interval is None or not 0 < interval <= MAX_SAFE_INTEGER:
         raise ScheduleLogError("every interval milliseconds must be a positive safe integer")
     if a < target:
         raise ScheduleLogError("every dispatch cannot precede the active scheduledAt")
     occurrence = target + (a - target) // interval * interval
     following = occurrence + interval
-    return occurrence, (following if following <= MAX_MS else None)
+    return occurrence, (following if following <= MAX_INSTANT_MS else None)
 
 
 def resolve_every(record: EveryRecord, accepted_ms: int) -> tuple[int, int | None]:

@@ -6,10 +6,10 @@ line such as an embedded ``\\noccurrence_at: …`` stays inside its string.
 
 from __future__ import annotations
 
+from eventlog.values import compact_json, format_instant
+
 from ._fold import EveryBatch
-from ._jsontext import compact_json
 from ._records import Record
-from ._timeparse import format_instant
 
 
 def frame_one_shot(record: Record) -> str:

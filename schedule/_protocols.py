@@ -1,7 +1,8 @@
 """What schedule needs from its host, as Protocols (spec schedule.md §8).
 
 ``host`` implements them; ``eventlog.Event`` and ``eventlog.Session`` satisfy the first two.
-``AgentBusy``, raised by ``AgentPort.run_maintenance``, lives in :mod:`schedule.errors`.
+``AgentBusy``, raised by ``AgentPort.run_maintenance``, lives in ``_errors``; the wall clock
+Protocol ``Clock`` is ``eventlog.values.Clock``, which ``schedule`` re-exports.
 """
 
 from __future__ import annotations
@@ -71,9 +72,3 @@ class AgentPort(Protocol):
         """Synchronously enqueue one user-role text message for a later ordinary turn; raise if
         nothing was enqueued. Never steers or interrupts a running turn."""
         ...
-
-
-class Clock(Protocol):
-    """The wall clock; it may jump, so every decision re-reads it."""
-
-    def now_ms(self) -> int: ...

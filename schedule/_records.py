@@ -13,9 +13,11 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 
+from eventlog.values import MAX_SAFE_INTEGER
+
 from ._errors import ScheduleLogError
-from ._jsontext import MAX_SAFE, js_trim
 from ._timeparse import parse_instant
+from ._trim import js_trim
 
 MIN_EVERY_SECONDS = 300
 CHANGE_TYPE = "schedule/change"  # the one event type schedule owns (§3.1)
@@ -114,10 +116,10 @@ def _check_record(record: Record) -> int:
     if not prompt or js_trim(prompt) != prompt:
         raise ScheduleLogError(f"{record.kind} prompt must be non-empty and already trimmed")
     if type(record) is AfterRecord:
-        if not 0 < record.after_seconds <= MAX_SAFE:
+        if not 0 < record.after_seconds <= MAX_SAFE_INTEGER:
             raise ScheduleLogError(_BAD_AFTER)
     elif type(record) is EveryRecord:
-        if not MIN_EVERY_SECONDS <= record.every_seconds <= MAX_SAFE // 1000:
+        if not MIN_EVERY_SECONDS <= record.every_seconds <= MAX_SAFE_INTEGER // 1000:
             raise ScheduleLogError(_BAD_EVERY)
     _check_id(record.id)
     return parse_instant(record.scheduled_at)

@@ -15,12 +15,13 @@ from typing import Any
 
 import trio
 
+from eventlog.values import Clock, compact_json
+
 from ._diagnostics import describe, schedule_logger
 from ._errors import AgentBusy
 from ._fold import EveryBatch, IncrementalFold, OneShot, Wait, decide
 from ._framing import frame_batch, frame_one_shot
-from ._jsontext import compact_json
-from ._protocols import AgentPort, Clock, SessionHandle
+from ._protocols import AgentPort, SessionHandle
 from ._queue import ScheduleQueue
 from ._records import CHANGE_TYPE, Dispatch, Record, change_to_dict
 

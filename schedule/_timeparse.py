@@ -14,12 +14,11 @@ from collections.abc import Mapping
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
-from ._errors import ScheduleInputError, ScheduleLogError
-from ._jsontext import safe_int
-from ._timezones import canonicalize_time_zone
+from eventlog import values
+from eventlog.values import MAX_INSTANT_MS, MIN_INSTANT_MS, safe_int
 
-MIN_MS = -62135596800000  # 0001-01-01T00:00:00.000Z
-MAX_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
+from ._errors import ScheduleInputError, ScheduleLogError
+from ._timezones import canonicalize_time_zone
 
 _DAY_MS = 86_400_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -66,7 +65,7 @@ OUT_OF_RANGE = (
 # --- proleptic Gregorian calendar ---------------------------------------------------------
 # ``date`` supplies day ordinals for years 1-9999 (every year that reaches these functions);
 # everything else is integer millisecond arithmetic. Dates repeat a lot within one log, so the
-# two date conversions on the fold's hot path are memoised (pure functions, bounded caches).
+# date conversion on the fold's hot path is memoised (a pure function, a bounded cache).
 
 
 def _days_in_month(y: int, m: int) -> int:
@@ -92,25 +91,20 @@ def _instant_days(text: str) -> int | None:
     return date(y, mo, d).toordinal() - _EPOCH_ORDINAL if _is_real_date(y, mo, d) else None
 
 
-@functools.lru_cache(maxsize=4096)
-def _date_text(days: int) -> str:
-    """``YYYY-MM-DDT`` of a day number within years 1-9999."""
-    day = date.fromordinal(days + _EPOCH_ORDINAL)
-    return f"{day.year:04d}-{day.month:02d}-{day.day:02d}T"
-
-
 # --- canonical UTC instants (§2.3) ---------------------------------------------------------
 
 
 def format_instant(ms: int) -> str:
-    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` for ``MIN_MS <= ms <= MAX_MS``; ``ValueError`` otherwise."""
-    if type(ms) is not int or not MIN_MS <= ms <= MAX_MS:
-        raise ValueError(f"instant {ms!r} is outside years 0001-9999")
-    days, rest = divmod(ms, _DAY_MS)
-    rest, milli = divmod(rest, 1000)
-    rest, s = divmod(rest, 60)
-    h, mi = divmod(rest, 60)
-    return f"{_date_text(days)}{h:02d}:{mi:02d}:{s:02d}.{milli:03d}Z"
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` for an ``int`` in ``MIN_INSTANT_MS..MAX_INSTANT_MS``.
+
+    The rule is ``eventlog.values.format_instant``'s; schedule's public name raises one error,
+    ``ValueError``, for anything outside that domain (a ``bool``, a float or any non-``int``
+    included), where the shared function raises ``TypeError`` for a non-``int``.
+    """
+    try:
+        return values.format_instant(ms)
+    except TypeError:
+        raise ValueError(f"instant {ms!r} is outside years 0001-9999") from None
 
 
 def parse_instant(s: object) -> int:
@@ -180,7 +174,7 @@ def local_to_instant(
     before = zone.utcoffset(datetime(y, mo, d, h, mi, s, milli * 1000, tzinfo=zone, fold=0))
     o0 = before // _ONE_MS
     t = local - o0
-    if t < MIN_MS or t > MAX_MS:
+    if t < MIN_INSTANT_MS or t > MAX_INSTANT_MS:
         raise ScheduleInputError("time_out_of_range", OUT_OF_RANGE)
     try:
         o1 = (_EPOCH + timedelta(milliseconds=t)).astimezone(zone).utcoffset() // _ONE_MS
@@ -234,8 +228,8 @@ def check_target(t: int, now_ms: object) -> str:
     0001–9999; ``not_future`` if ``t <= now_ms``.
     """
     now = now_sample(now_ms)
-    if t < MIN_MS or t > MAX_MS:
+    if t < MIN_INSTANT_MS or t > MAX_INSTANT_MS:
         raise ScheduleInputError("time_out_of_range", OUT_OF_RANGE)
     if t <= now:
         raise ScheduleInputError("not_future", NOT_FUTURE)
-    return format_instant(t)
+    return values.format_instant(t)

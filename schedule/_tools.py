@@ -16,14 +16,16 @@ from typing import Any
 
 import trio
 
+from eventlog.values import Clock, safe_int
+
 from ._create import allocate_id, check_create_arguments, create_after, create_at, create_every
 from ._diagnostics import describe, schedule_logger
 from ._errors import InvalidToolArguments, ScheduleInputError, ScheduleLogError
 from ._fold import Fold, IncrementalFold
-from ._jsontext import js_trim, safe_int
-from ._protocols import AgentPort, Clock, SessionHandle
+from ._protocols import AgentPort, SessionHandle
 from ._queue import ScheduleQueue
 from ._records import CHANGE_TYPE, Create, Delete, Record, change_to_dict, view
+from ._trim import js_trim
 
 Handler = Callable[..., Awaitable[Any]]
 

@@ -3,12 +3,16 @@
 These are the only shapes timecontext shares with its host: the decision a pre-step hook
 receives and returns, the view of the session it is given, and the two things it needs from
 outside (a wall clock and the shared zone canonicaliser). ``host`` implements or supplies them.
+The wall clock Protocol is ``eventlog.values.Clock`` itself, re-exported here as ``Clock``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from eventlog.values import Clock as Clock
 
 Message = Mapping[str, Any]
 """The ``data`` of a ``user/message`` event: ``id``, ``role``, ``source``, ``content``."""
@@ -45,14 +49,6 @@ class EventLike(Protocol):
 
     def value(self) -> Any:
         """Untyped decode of ``data`` (dict, list, str, int, float, bool or None)."""
-        ...
-
-
-class Clock(Protocol):
-    """A wall clock (``eventlog.Clock``)."""
-
-    def now_ms(self) -> int:
-        """Integer epoch milliseconds; may jump in either direction."""
         ...
 
 

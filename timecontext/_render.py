@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from eventlog.values import MAX_INSTANT_MS, MIN_INSTANT_MS
+
 PLUGIN = "time-context"
 """``source.plugin`` of every reading, and the name of its one section."""
 
@@ -24,8 +26,8 @@ _ASK = "Ask the user to clarify otherwise-unqualified dates and times."
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _DAY = 86_400
 # Epoch seconds of 0001-01-01T00:00:00 and 9999-12-31T23:59:59 as wall times.
-_MIN_WALL = -62_135_596_800
-_MAX_WALL = 253_402_300_799
+_MIN_WALL = MIN_INSTANT_MS // 1000
+_MAX_WALL = MAX_INSTANT_MS // 1000
 # The offset is probed at an instant datetime can always convert: no zone changes its offset
 # in the first or last day of that range, and every offset is shorter than a day.
 _MIN_PROBE = _MIN_WALL + _DAY

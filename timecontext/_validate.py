@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ._context import MAX_SAFE_INTEGER
+from eventlog.values import MAX_SAFE_INTEGER
+
 from ._errors import ClientZoneError, ReadingInvariantError, json_text
 from ._hook import EventLike, ZoneCanonicalizer
 from ._render import PLUGIN, STEP_ONE_BASELINE, format_timestamp, policy_line

@@ -1,8 +1,9 @@
 """Client zones of the open turn and the display fallback (spec timecontext.md §7, §8.2, §12).
 
-The zone lookup itself is never done here: it belongs to the shared canonicaliser the host
-passes in (``schedule.canonicalize_time_zone``). timecontext keeps only the shape pattern, so its
-first error message can tell a malformed value from an unknown one.
+The zone lookup and the shape gate are never done here: both belong to the shared canonicaliser
+the host passes in (``schedule.canonicalize_time_zone``). timecontext keeps only the shape
+pattern, so that its first client-zone error message can tell a malformed value from an unknown
+one.
 """
 
 from __future__ import annotations
@@ -20,11 +21,6 @@ ZONE_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9_+.\-]*(?:/[A-Za-z0-9_+.\-]+)+", re.
 """The shape of an IANA ``Area/Location`` name; use ``fullmatch``."""
 
 _SYSTEM_ZONE_FAILED = "time-context: failed to resolve the system time zone"
-
-
-def has_zone_shape(value: str) -> bool:
-    """True for exactly ``UTC`` or a full match of ``ZONE_SHAPE`` (§12 shape gate)."""
-    return value == "UTC" or ZONE_SHAPE.fullmatch(value) is not None
 
 
 def message_zone(message: Any) -> str | None:
@@ -60,7 +56,7 @@ def client_zones(messages: Iterable[Any], canonicalize: ZoneCanonicalizer) -> tu
         zone = message_zone(message)
         if zone is None:
             continue
-        if not has_zone_shape(zone):
+        if zone != "UTC" and ZONE_SHAPE.fullmatch(zone) is None:
             raise ClientZoneError(
                 f"client time zone must be canonical UTC or IANA Area/Location: {_quote(zone)}"
             )
@@ -92,14 +88,15 @@ def _name_from_path(path: str) -> str | None:
     return "/".join(rest)
 
 
-def _accepted(name: str | None, canonicalize: ZoneCanonicalizer) -> str | None:
-    """The canonical form of ``name``, or ``None`` when it is no accepted zone."""
-    if name is None or not has_zone_shape(name):
-        return None
+def _system_zone(name: str | None, canonicalize: ZoneCanonicalizer) -> str:
+    """The canonical form of the process zone ``name``; ``TimeContextConfigError`` (from the
+    canonicaliser's refusal, if any) when it names no zone the canonicaliser accepts."""
+    if name is None:
+        raise TimeContextConfigError(_SYSTEM_ZONE_FAILED)
     try:
         return canonicalize(name)
-    except Exception:
-        return None
+    except Exception as exc:
+        raise TimeContextConfigError(_SYSTEM_ZONE_FAILED) from exc
 
 
 def _sample(
@@ -115,12 +112,12 @@ def _sample(
             return "UTC"
         value = value.removeprefix(":")
         name = _name_from_path(value) if value.startswith("/") else value
-        zone = _accepted(name, canonicalize)
-        if zone is None:
-            raise TimeContextConfigError(_SYSTEM_ZONE_FAILED)
-        return zone
+        return _system_zone(name, canonicalize)
     if os.path.islink(localtime_path):
-        return _accepted(_name_from_path(localtime_path), canonicalize)
+        try:
+            return _system_zone(_name_from_path(localtime_path), canonicalize)
+        except TimeContextConfigError:
+            return None  # rule 4: a link that names no accepted zone falls back
     return None
 
 

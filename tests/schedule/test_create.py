@@ -6,6 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eventlog.values import MAX_INSTANT_MS as MAX_MS
+from eventlog.values import MIN_INSTANT_MS as MIN_MS
 from schedule import (
     AfterRecord,
     AtRecord,
@@ -17,7 +19,6 @@ from schedule import (
     create_every,
     parse_instant,
 )
-from schedule._timeparse import MAX_MS, MIN_MS
 
 NOW = 1799568000000  # 2027-01-10T08:00:00.000Z
 MAX_SAFE = 2**53 - 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from eventlog.values import MAX_INSTANT_MS as MAX_MS
+from eventlog.values import MIN_INSTANT_MS as MIN_MS
 from schedule import (
     AfterRecord,
     AtRecord,
@@ -17,7 +19,6 @@ from schedule import (
     parse_instant,
     resolve_every,
 )
-from schedule._timeparse import MAX_MS, MIN_MS
 
 MAX_SAFE = 2**53 - 1
 

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from eventlog.values import MAX_INSTANT_MS as MAX_MS
+from eventlog.values import MIN_INSTANT_MS as MIN_MS
 from schedule import (
     AfterRecord,
     AtRecord,
@@ -28,7 +30,6 @@ from schedule import (
     parse_instant,
 )
 from schedule._fold import IncrementalFold
-from schedule._timeparse import MAX_MS, MIN_MS
 from tests.schedule import changelog as cl
 from tests.schedule.changelog import BrokenEv, Ev
 

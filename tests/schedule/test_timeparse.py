@@ -8,8 +8,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from eventlog.values import MAX_INSTANT_MS as MAX_MS
+from eventlog.values import MIN_INSTANT_MS as MIN_MS
 from schedule import ScheduleInputError, ScheduleLogError, create_at, format_instant, parse_instant
-from schedule._timeparse import MAX_MS, MIN_MS
 
 NOW = 1799568000000  # 2027-01-10T08:00:00.000Z
 SHAPE = "scheduledAt must be a canonical four-digit-year RFC 3339 UTC instant"
