@@ -24,7 +24,16 @@ from eventlog.values import (
 
 from ._errors import ScheduleLogError
 from ._protocols import LoggedEvent
-from ._records import CHANGE_TYPE, Create, Delete, EveryRecord, Record, ScheduleChange, decode_checked
+from ._records import (
+    CHANGE_TYPE,
+    Create,
+    Delete,
+    Dispatch,
+    EveryRecord,
+    Record,
+    ScheduleChange,
+    decode_checked,
+)
 from ._timeparse import parse_instant
 
 
@@ -114,23 +123,24 @@ class _Folding:
             rid = record.id
             if rid in self.seen:
                 raise ScheduleLogError(f"schedule id {compact_json(rid)} was reused")
+            assert instant is not None  # decode_checked parses the scheduledAt of every create
             self.seen[rid] = None
             self.active[rid] = record
-            self.targets[rid] = instant  # type: ignore[assignment]  # a create always has one
+            self.targets[rid] = instant
             return
         rid = change.id
-        record = self.active.get(rid)
-        if record is None:
+        current = self.active.get(rid)
+        if current is None:
             verb = "delete" if type(change) is Delete else "dispatch"
             raise ScheduleLogError(f"schedule {verb} targets inactive id {compact_json(rid)}")
-        if type(change) is not Delete:
-            if type(record) is not EveryRecord:
+        if type(change) is Dispatch:
+            if type(current) is not EveryRecord:
                 if change.accepted_at is not msgspec.UNSET:
                     raise ScheduleLogError("one-shot dispatch must not contain acceptedAt")
             elif change.accepted_at is msgspec.UNSET:
                 raise ScheduleLogError("every dispatch must contain acceptedAt")
             else:
-                _, following = _resolve(self.targets[rid], record.every_seconds, instant)
+                _, following = _resolve(self.targets[rid], current.every_seconds, instant)
                 if following is not None:
                     self.targets[rid] = following
                     self.stale.add(rid)
@@ -208,6 +218,7 @@ class IncrementalFold:
         _check_seed_length(events, seed_length)
         end = len(events)
         state = self._state
+        tail: Iterable[LoggedEvent]
         if state is None or seed_length != self._seed_length or end < self._end:
             state, tail = _Folding(), islice(events, seed_length, end)
         elif end == self._end:

@@ -9,7 +9,7 @@ hand afterwards. Every failure is a ``ScheduleLogError``.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, final
 
 import msgspec
 
@@ -30,7 +30,8 @@ class _Record(
     prompt: str
 
 
-class AfterRecord(_Record, tag="after"):
+@final
+class AfterRecord(_Record, frozen=True, tag="after"):
     """One-shot reminder created from a delay: ``{id, kind:"after", prompt, afterSeconds, scheduledAt}``."""
 
     kind: ClassVar[str] = "after"
@@ -38,14 +39,16 @@ class AfterRecord(_Record, tag="after"):
     scheduled_at: str
 
 
-class AtRecord(_Record, tag="at"):
+@final
+class AtRecord(_Record, frozen=True, tag="at"):
     """One-shot reminder at an absolute instant: ``{id, kind:"at", prompt, scheduledAt}``."""
 
     kind: ClassVar[str] = "at"
     scheduled_at: str
 
 
-class EveryRecord(_Record, tag="every"):
+@final
+class EveryRecord(_Record, frozen=True, tag="every"):
     """Fixed-rate reminder: ``{id, kind:"every", prompt, everySeconds, scheduledAt}``.
 
     ``scheduled_at`` is the earliest creation-aligned occurrence not yet dispatched.
@@ -69,21 +72,24 @@ class _Change(
     version: Literal[1]
 
 
-class Create(_Change, tag="create"):
+@final
+class Create(_Change, frozen=True, tag="create"):
     """``{version:1, operation:"create", schedule:<record>}``."""
 
     operation: ClassVar[str] = "create"
     schedule: Record
 
 
-class Delete(_Change, tag="delete"):
+@final
+class Delete(_Change, frozen=True, tag="delete"):
     """``{version:1, operation:"delete", id}`` — terminal."""
 
     operation: ClassVar[str] = "delete"
     id: str
 
 
-class Dispatch(_Change, tag="dispatch"):
+@final
+class Dispatch(_Change, frozen=True, tag="dispatch"):
     """``{version:1, operation:"dispatch", id[, acceptedAt]}``: a follow-up was queued.
 
     One-shot dispatches carry no time; every dispatches carry the decision time

@@ -160,6 +160,13 @@ def _zone(name: str) -> tzinfo:
     return timezone.utc if name == "UTC" else ZoneInfo(name)
 
 
+def _offset_ms(moment: datetime) -> int:
+    """The UTC offset of an aware ``moment``, in ms."""
+    offset = moment.utcoffset()
+    assert offset is not None  # every tzinfo here (timezone.utc, ZoneInfo) gives one
+    return offset // _ONE_MS
+
+
 def local_to_instant(
     y: int, mo: int, d: int, h: int, mi: int, s: int, milli: int, zone_name: str
 ) -> int:
@@ -171,13 +178,13 @@ def local_to_instant(
     """
     zone = _zone(zone_name)
     local = _fields_ms(y, mo, d, h, mi, s, milli)
-    before = zone.utcoffset(datetime(y, mo, d, h, mi, s, milli * 1000, tzinfo=zone, fold=0))
-    o0 = before // _ONE_MS
+    o0 = _offset_ms(datetime(y, mo, d, h, mi, s, milli * 1000, tzinfo=zone, fold=0))
     t = local - o0
     if t < MIN_INSTANT_MS or t > MAX_INSTANT_MS:
         raise ScheduleInputError("time_out_of_range", OUT_OF_RANGE)
+    o1: int | None
     try:
-        o1 = (_EPOCH + timedelta(milliseconds=t)).astimezone(zone).utcoffset() // _ONE_MS
+        o1 = _offset_ms((_EPOCH + timedelta(milliseconds=t)).astimezone(zone))
     except OverflowError:  # the local projection leaves datetime's range: not this wall time
         o1 = None
     if o1 != o0:
