@@ -106,7 +106,7 @@ class _Folding:
     Every targets advance as integers; a moved record is re-made (its target formatted) once,
     in the next ``result()``, so repeated results cost only what changed in between."""
 
-    __slots__ = ("active", "targets", "stale", "seen", "seen_ids")
+    __slots__ = ("active", "seen", "seen_ids", "stale", "targets")
 
     def __init__(self) -> None:
         self.active: dict[str, Record] = {}  # as of the last result()
@@ -206,7 +206,7 @@ class IncrementalFold:
     tools); a different ``seed_length`` or a shorter log starts over.
     """
 
-    __slots__ = ("_state", "_seed_length", "_end", "_result")
+    __slots__ = ("_end", "_result", "_seed_length", "_state")
 
     def __init__(self) -> None:
         self._state: _Folding | None = None

@@ -121,12 +121,12 @@ def _check_record(record: Record) -> int:
     prompt = record.prompt
     if not prompt or js_trim(prompt) != prompt:
         raise ScheduleLogError(f"{record.kind} prompt must be non-empty and already trimmed")
-    if type(record) is AfterRecord:
-        if not 0 < record.after_seconds <= MAX_SAFE_INTEGER:
-            raise ScheduleLogError(_BAD_AFTER)
-    elif type(record) is EveryRecord:
-        if not MIN_EVERY_SECONDS <= record.every_seconds <= MAX_SAFE_INTEGER // 1000:
-            raise ScheduleLogError(_BAD_EVERY)
+    if type(record) is AfterRecord and not 0 < record.after_seconds <= MAX_SAFE_INTEGER:
+        raise ScheduleLogError(_BAD_AFTER)
+    if type(record) is EveryRecord and not (
+        MIN_EVERY_SECONDS <= record.every_seconds <= MAX_SAFE_INTEGER // 1000
+    ):
+        raise ScheduleLogError(_BAD_EVERY)
     _check_id(record.id)
     return parse_instant(record.scheduled_at)
 

@@ -17,7 +17,7 @@ import trio
 
 from eventlog.values import Clock, compact_json
 
-from ._diagnostics import describe, schedule_logger
+from ._diagnostics import Failure, describe, failing_as, schedule_logger
 from ._errors import AgentBusy
 from ._fold import EveryBatch, IncrementalFold, OneShot, Wait, decide
 from ._framing import frame_batch, frame_one_shot
@@ -119,9 +119,10 @@ class ScheduleRuntime:
             return
         if not self._has_changes:
             try:
-                self._has_changes = self._scan_for_changes()
-            except Exception as exc:
-                self._warn("idle check failed", exc)
+                with failing_as("idle check failed"):
+                    self._has_changes = self._scan_for_changes()
+            except Failure as failure:
+                self._failed(failure)
                 return
         if self._has_changes:
             self.request_drive()
@@ -175,25 +176,26 @@ class ScheduleRuntime:
                 async with self._queue:
                     self._queue_wait = None
                     try:
-                        await self._drive_step()
-                    except Exception as exc:
-                        self._fault("runtime failed", exc)
+                        with failing_as("runtime failed", faults=True):
+                            await self._drive_step()
+                    except Failure as failure:
+                        self._failed(failure)
         finally:
             self._queue_wait = None
             self._driving = False
             self._signal()
 
     async def _drive_step(self) -> None:
-        """One drive step (§11.2), holding the queue."""
+        """One drive step (§11.2), holding the queue. A failure of the failure table (§11.8)
+        raises its ``Failure``; anything else escaping is the caller's "runtime failed"."""
         self._deadline = None
         if not self._runnable():
             return
-        if not await self._barrier("preflight failed") or not self._runnable():
+        with failing_as("preflight failed", if_live=True):
+            await self._session.flush()
+        if not self._runnable():
             return
-        active = self._fold_or_fault()
-        if active is None:
-            return
-        decision = self._decide_or_arm(active)
+        decision = self._decide_or_arm(self._fold())
         if decision is None:
             return
         try:
@@ -204,75 +206,55 @@ class ScheduleRuntime:
             return
         if not delivered:
             return
-        if await self._barrier("dispatch barrier failed") and self._runnable():
-            self.request_drive()
-
-    async def _barrier(self, failure: str) -> bool:
-        """The persistence barrier: ``True`` once ``session.flush()`` returned; a failure is
-        logged as ``failure`` (if still runnable) and gives ``False`` (no fault, no retry timer)."""
-        try:
+        # No retry timer if this barrier fails: the next trigger's preflight covers it.
+        with failing_as("dispatch barrier failed", if_live=True):
             await self._session.flush()
-        except Exception as exc:
-            if self._runnable():
-                self._warn(failure, exc)
-            return False
-        return True
+        if self._runnable():
+            self.request_drive()
 
     def _maintenance(self) -> bool:
         """The maintenance task (§11.3): synchronous, it MUST NOT await.
 
-        Nothing can run between queuing the follow-up and appending its dispatch.
+        Nothing can run between queuing the follow-up and appending its dispatch. A failure is
+        handled here (logged, perhaps faulting) and gives ``False``: nothing was delivered.
         """
         if not self._runnable():
             return False
-        active = self._fold_or_fault()
-        if active is None:
-            return False
-        decision = self._decide_or_arm(active)
-        if decision is None:
-            return False
         try:
-            if isinstance(decision, OneShot):
-                text = frame_one_shot(decision.record)
-            else:
-                text = frame_batch(decision)
-            self._agent.followup(text, source=dict(_SOURCE))
-        except Exception as exc:
-            if self._runnable():
-                self._warn("framing or followup failed", exc)
-            return False
-        for payload in _dispatches(decision):
-            try:
-                self._session.append(CHANGE_TYPE, payload)
-            except Exception as exc:
-                self._fault("dispatch append failed", exc)
+            decision = self._decide_or_arm(self._fold())
+            if decision is None:
                 return False
+            with failing_as("framing or followup failed", if_live=True):
+                if isinstance(decision, OneShot):
+                    text = frame_one_shot(decision.record)
+                else:
+                    text = frame_batch(decision)
+                self._agent.followup(text, source=dict(_SOURCE))
+            with failing_as("dispatch append failed", faults=True):
+                for payload in _dispatches(decision):
+                    self._session.append(CHANGE_TYPE, payload)
+        except Failure as failure:
+            self._failed(failure)
+            return False
         return True
 
     # -- steps shared by the drive and the maintenance task ------------------------------------
 
-    def _fold_or_fault(self) -> tuple[Record, ...] | None:
-        """The active records of the suffix; any failure (corrupt or unreadable log) faults the
-        runtime and gives ``None``."""
-        try:
+    def _fold(self) -> tuple[Record, ...]:
+        """The active records of the suffix; any failure (a corrupt or unreadable log) faults."""
+        with failing_as("corrupt schedule log", faults=True):
             return self._folded(self._session.events, self._session.seed_length).active
-        except Exception as exc:
-            self._fault("corrupt schedule log", exc)
-            return None
 
     def _decide_or_arm(self, active: tuple[Record, ...]) -> OneShot | EveryBatch | None:
         """Sample the wall clock once and decide what is due.
 
         ``Wait(target)`` arms the timer for ``min(target - now, segment_ms)`` from this sample
-        (``Wait(None)`` arms nothing) and gives ``None``; so does a failing clock or decision
-        (logged, no fault: the next trigger retries).
+        (``Wait(None)`` arms nothing) and gives ``None``. A failing clock or decision raises
+        "decision failed" (logged, no fault: the next trigger retries).
         """
-        try:
+        with failing_as("decision failed"):
             now = self._clock.now_ms()
             decision = decide(active, now)
-        except Exception as exc:
-            self._warn("decision failed", exc)
-            return None
         if not isinstance(decision, Wait):
             return decision
         if decision.target is not None:
@@ -291,11 +273,10 @@ class ScheduleRuntime:
 
     async def _wait_for_idle(self, scope: trio.CancelScope) -> None:
         try:
-            with scope:
+            with scope, failing_as("idle wait failed", if_live=True):
                 await self._agent.when_idle()
-        except Exception as exc:
-            if self._runnable():
-                self._warn("idle wait failed", exc)
+        except Failure as failure:
+            self._failed(failure)
             return
         finally:
             self._end_idle_wait(scope)
@@ -325,12 +306,17 @@ class ScheduleRuntime:
             return True
         return not (self._requested or self._driving or self._idle_wait is not None)
 
-    def _fault(self, what: str, exc: BaseException) -> None:
-        self._faulted = True
-        self._requested = False
-        self._deadline = None
-        self._warn(what, exc)
-        self._signal()
+    def _failed(self, failure: Failure) -> None:
+        """Handle a failure of the failure table (§11.8): fault, or log (perhaps only while
+        runnable), and in either case the current step stops."""
+        if failure.faults:
+            self._faulted = True
+            self._requested = False
+            self._deadline = None
+            self._warn(failure.what, failure.cause)
+            self._signal()
+        elif not failure.if_live or self._runnable():
+            self._warn(failure.what, failure.cause)
 
     def _signal(self) -> None:
         self._changed.set()

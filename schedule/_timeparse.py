@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from datetime import date, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
 from eventlog import values
@@ -21,7 +21,7 @@ from ._errors import ScheduleInputError, ScheduleLogError
 from ._timezones import canonicalize_time_zone
 
 _DAY_MS = 86_400_000
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _ONE_MS = timedelta(milliseconds=1)
 
@@ -157,7 +157,7 @@ def parse_at_string(at: str) -> int:
 
 def _zone(name: str) -> tzinfo:
     """Rules for a canonical zone name (``UTC`` or a name vetted by ``canonicalize_time_zone``)."""
-    return timezone.utc if name == "UTC" else ZoneInfo(name)
+    return UTC if name == "UTC" else ZoneInfo(name)
 
 
 def _offset_ms(moment: datetime) -> int:

@@ -19,7 +19,7 @@ import trio
 from eventlog.values import Clock, safe_int
 
 from ._create import allocate_id, check_create_arguments, create_after, create_at, create_every
-from ._diagnostics import describe, schedule_logger
+from ._diagnostics import Failure, describe, failing_as, schedule_logger
 from ._errors import InvalidToolArguments, ScheduleInputError, ScheduleLogError
 from ._fold import Fold, IncrementalFold
 from ._protocols import AgentPort, SessionHandle
@@ -396,6 +396,7 @@ class ScheduleTools:
     def _notify(self) -> None:
         """Tell the observer a barrier succeeded; its failures are logged, never returned."""
         try:
-            self._on_durable_change()
-        except Exception as exc:
-            self._log.warning("schedule: durable-change observer failed: %s", describe(exc))
+            with failing_as("durable-change observer failed"):
+                self._on_durable_change()
+        except Failure as failure:
+            self._log.warning("schedule: %s: %s", failure.what, describe(failure.cause))

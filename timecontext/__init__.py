@@ -13,11 +13,12 @@ The public names are those of time-context §8.4 and the types and Protocols of 
 
 from __future__ import annotations
 
+from eventlog.values import Clock as Clock
+
 from ._context import TimeContext as TimeContext
 from ._errors import ClientZoneError as ClientZoneError
 from ._errors import ReadingInvariantError as ReadingInvariantError
 from ._errors import TimeContextConfigError as TimeContextConfigError
-from ._hook import Clock as Clock
 from ._hook import Decision as Decision
 from ._hook import Enter as Enter
 from ._hook import EventLike as EventLike
@@ -39,6 +40,7 @@ from ._zones import ZONE_SHAPE as ZONE_SHAPE
 from ._zones import client_zones as client_zones
 from ._zones import process_zone as process_zone
 from ._zones import sampled_zone as sampled_zone
+
 __all__ = [
     "ZONE_SHAPE",
     "ClientZoneError",

@@ -12,10 +12,10 @@ import math
 import os
 from collections.abc import Mapping
 
-from eventlog.values import MAX_SAFE_INTEGER
+from eventlog.values import MAX_SAFE_INTEGER, Clock
 
 from ._errors import TimeContextConfigError, decimal_text, json_text
-from ._hook import Clock, Decision, Enter, PreStep, Reject, ZoneCanonicalizer
+from ._hook import Decision, Enter, PreStep, Reject, ZoneCanonicalizer
 from ._render import reading_message, render_reading
 from ._scan import latest_message_time, latest_reading_time, open_turn
 from ._zones import client_zones, process_zone
@@ -90,7 +90,7 @@ class TimeContext:
     names no zone. ``environ`` (default ``os.environ``) and ``localtime_path`` are read only here.
     """
 
-    __slots__ = ("_clock", "_canonicalize", "_fallback_zone", "_refresh_interval_ms")
+    __slots__ = ("_canonicalize", "_clock", "_fallback_zone", "_refresh_interval_ms")
 
     def __init__(
         self,

@@ -3,16 +3,14 @@
 These are the only shapes timecontext shares with its host: the decision a pre-step hook
 receives and returns, the view of the session it is given, and the two things it needs from
 outside (a wall clock and the shared zone canonicaliser). ``host`` implements or supplies them.
-The wall clock Protocol is ``eventlog.values.Clock`` itself, re-exported here as ``Clock``.
+The wall clock is ``eventlog.values.Clock`` itself (the package re-exports it as ``Clock``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
-
-from eventlog.values import Clock as Clock
 
 Message = Mapping[str, Any]
 """The ``data`` of a ``user/message`` event: ``id``, ``role``, ``source``, ``content``."""

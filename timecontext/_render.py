@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import zoneinfo
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from eventlog.values import MAX_INSTANT_MS, MIN_INSTANT_MS
@@ -23,7 +23,7 @@ UNAVAILABLE = "unavailable"
 _POLICY_PREFIX = "Client time zone for this request: "
 _ASK = "Ask the user to clarify otherwise-unqualified dates and times."
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DAY = 86_400
 # Epoch seconds of 0001-01-01T00:00:00 and 9999-12-31T23:59:59 as wall times.
 _MIN_WALL = MIN_INSTANT_MS // 1000

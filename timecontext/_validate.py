@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from eventlog.values import MAX_SAFE_INTEGER
@@ -21,7 +21,7 @@ from ._render import PLUGIN, STEP_ONE_BASELINE, format_timestamp, policy_line
 from ._scan import USER_MESSAGE, is_reading, open_turn, position
 from ._zones import client_zones
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _READING = re.compile(
     r"Time sampled while preparing turn ([0-9]+), step ([0-9]+): "

@@ -21,16 +21,16 @@ from typing import Any
 import msgspec
 
 from eventlog.format import Event
-from schedule._fold import IncrementalFold
 from schedule import (
-    EveryRecord,
     EveryBatch,
+    EveryRecord,
     decide,
     fold,
     format_instant,
     parse_instant,
     resolve_every,
 )
+from schedule._fold import IncrementalFold
 
 START = parse_instant("2027-01-10T08:00:00.000Z")
 
@@ -38,7 +38,7 @@ START = parse_instant("2027-01-10T08:00:00.000Z")
 class ValueOnly:
     """A ``LoggedEvent`` reachable only through ``value()`` (no raw bytes: the Protocol path)."""
 
-    __slots__ = ("type", "_raw")
+    __slots__ = ("_raw", "type")
 
     def __init__(self, event: Event) -> None:
         self.type = event.type

@@ -13,7 +13,7 @@ CHANGE = "schedule/change"
 class Ev:
     """A ``LoggedEvent`` reached only through ``.type`` and ``.value()`` (the §8 Protocol)."""
 
-    __slots__ = ("type", "_text")
+    __slots__ = ("_text", "type")
 
     def __init__(self, type: str, data: Any) -> None:
         self.type = type
@@ -26,7 +26,7 @@ class Ev:
 class RawEv:
     """Shaped like ``eventlog.Event``: ``data`` is raw JSON held in a ``msgspec.Raw``."""
 
-    __slots__ = ("type", "data")
+    __slots__ = ("data", "type")
 
     def __init__(self, type: str, raw: bytes) -> None:
         self.type = type

@@ -32,7 +32,7 @@ class AppendRefused(Exception):
 class FakeEvent:
     """An immutable logged event: its ``data`` is kept as raw JSON bytes."""
 
-    __slots__ = ("type", "seq", "_raw")
+    __slots__ = ("_raw", "seq", "type")
 
     def __init__(self, type: str, seq: int, raw: bytes) -> None:
         self.type = type

@@ -35,13 +35,13 @@ KEYS = ("invalid_rule", "Local at must contain exactly date, time, and time_zone
 TYPES = ("invalid_rule", "Local at date and time must be strings.")
 ZONE_TYPE = ("invalid_time_zone", "time_zone must be a string.")
 ZONE = ("invalid_time_zone", "time_zone must be UTC or a valid IANA Area/Location name.")
-LOCAL_SHAPE = ("invalid_rule", "Local at requires date YYYY-MM-DD and time HH:mm:ss with optional "
-               "one-to-three digit milliseconds.")
+LOCAL_SHAPE = ("invalid_rule", ("Local at requires date YYYY-MM-DD and time HH:mm:ss with optional "
+                                "one-to-three digit milliseconds."))
 LOCAL_UNREAL = ("invalid_rule", "The local at value must be a real ISO calendar date and time.")
 UNREAL = ("invalid_rule", "The at value must be a real ISO calendar date and time.")
 GAP = ("invalid_rule", "The local at time does not exist in the selected time zone.")
-AT_SHAPE = ("invalid_rule", "at must use YYYY-MM-DDTHH:mm:ss with optional 1-3 digit fractional "
-            "seconds and an explicit Z or numeric offset.")
+AT_SHAPE = ("invalid_rule", ("at must use YYYY-MM-DDTHH:mm:ss with optional 1-3 digit fractional "
+                             "seconds and an explicit Z or numeric offset."))
 
 BAD_NUMBERS = [True, False, None, "30", 1.5, float("nan"), float("inf"), -float("inf"),
                2**53, -(2**53), [30], {"n": 30}]

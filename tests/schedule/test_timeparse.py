@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import assume, given, settings
@@ -24,7 +24,7 @@ AT_OFFSET = "The at numeric offset is invalid."
 RANGE = "The scheduled time must be representable as a four-digit-year RFC 3339 UTC instant."
 NOT_FUTURE = "The scheduled time must be strictly in the future."
 
-_YEAR1 = datetime(1, 1, 1, tzinfo=timezone.utc)
+_YEAR1 = datetime(1, 1, 1, tzinfo=UTC)
 
 
 def oracle(ms: int) -> str:

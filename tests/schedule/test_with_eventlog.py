@@ -56,7 +56,7 @@ async def test_reminders_over_a_real_session_survive_restarts(
     store = eventlog.SessionStore(tmp_path, clock=clock)
     path = store.path("main")
 
-    async with live_session(store, clock, id="main", create=True) as (session, rt):
+    async with live_session(store, clock, id="main", create=True) as (_session, rt):
         result = await rt.tools.schedule_create({"prompt": "  stretch  ", "after_seconds": 90}, caller=rt.agent)
         assert compact_json(result) == E1_VIEW
         # The create is durable when the tool answers.
@@ -81,14 +81,14 @@ async def test_reminders_over_a_real_session_survive_restarts(
 
     # Cold for two hours: schedule-2 becomes overdue and is delivered once on resume.
     await trio.sleep(2 * 3600)
-    async with live_session(store, clock, id="main") as (session, rt):
+    async with live_session(store, clock, id="main") as (_session, rt):
         await rt.settle()
         assert len(rt.agent.followups) == 1
         assert 'schedule_id_json: "schedule-2"' in rt.agent.followups[0][0]
         assert await rt.tools.schedule_list({}, caller=rt.agent) == []
 
     # Later restarts neither re-deliver nor queue anything.
-    async with live_session(store, clock, id="main") as (session, rt):
+    async with live_session(store, clock, id="main") as (_session, rt):
         await rt.settle()
         await trio.sleep(3600)
         assert rt.agent.followups == []
@@ -100,7 +100,7 @@ async def test_a_failed_sync_makes_the_result_uncertain_until_a_later_preflight(
 ) -> None:
     clock = TrioWallClock(EPOCH)
     store = eventlog.SessionStore(tmp_path, clock=clock, write_delay_ms=0)
-    async with live_session(store, clock, id="main", create=True) as (session, rt):
+    async with live_session(store, clock, id="main", create=True) as (_session, rt):
         await rt.tools.schedule_list({}, caller=rt.agent)
         with fileio.fail("sync", errno.EIO):
             result = await rt.tools.schedule_create({"prompt": "stretch", "after_seconds": 90}, caller=rt.agent)
@@ -125,7 +125,7 @@ async def test_data_eventlog_refuses_is_an_internal_error(
 ) -> None:
     clock = TrioWallClock(EPOCH)
     store = eventlog.SessionStore(tmp_path, clock=clock)
-    async with live_session(store, clock, id="main", create=True) as (session, rt):
+    async with live_session(store, clock, id="main", create=True) as (_session, rt):
         # A create whose prompt holds a lone surrogate cannot be stored: eventlog refuses it.
         result = await rt.tools.schedule_create({"prompt": "bad \ud800", "after_seconds": 90}, caller=rt.agent)
         assert result == {"code": "internal_error", "message": "The schedule operation failed."}

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eventlog.values import MIN_INSTANT_MS as MIN_MS
-from schedule import ScheduleInputError, canonicalize_time_zone, create_at, format_instant
+from schedule import ScheduleInputError, canonicalize_time_zone, create_at
 
 INVALID = "time_zone must be UTC or a valid IANA Area/Location name."
 SHAPE = r"[A-Za-z][A-Za-z0-9_+.-]*(?:/[A-Za-z0-9_+.-]+)+"

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from schedule import ScheduleInputError, canonicalize_time_zone as canonicalize
+from schedule import ScheduleInputError
+from schedule import canonicalize_time_zone as canonicalize
 from timecontext import (
     ClientZoneError,
     Enter,
@@ -341,8 +342,8 @@ def test_e3_fresh_session_without_zone_uses_the_process_fallback(tmp_path: Path)
     s = Session(clock)
     s.append("turn/start", {"turn": 1})
     assert lines(s.enter(hook, 1, 1, [U("rpc-1")])) == [
-        "Time sampled while preparing turn 1, step 1: "
-        "2026-02-10T22:30:00+10:30[Australia/Adelaide]",
+        ("Time sampled while preparing turn 1, step 1: "
+         "2026-02-10T22:30:00+10:30[Australia/Adelaide]"),
         MISSING,
         "Elapsed since the preceding model-visible message: unavailable.",
     ]

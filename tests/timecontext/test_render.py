@@ -6,10 +6,11 @@ import calendar
 import json
 import re
 import zoneinfo
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from timecontext import (
     format_duration,
@@ -138,7 +139,7 @@ def test_years_are_four_digits_and_bounded() -> None:
 
 
 _ZONES = sorted(zoneinfo.available_timezones())
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from schedule import ScheduleInputError
 from schedule import canonicalize_time_zone as canonicalize
 from timecontext import (
     ZONE_SHAPE,
@@ -171,16 +172,25 @@ def test_zone_shape_needs_fullmatch() -> None:
 
 # --- §12 the properties timecontext relies on -----------------------------------------------
 
-def test_every_accepted_name_canonicalises_to_a_value_that_passes_every_check() -> None:
-    """For every tzdata name (and its case variants) the result is idempotent and accepted."""
+def test_every_zone_shaped_name_canonicalises_to_a_value_that_passes_every_check() -> None:
+    """time-context §12: every available zone name that passes the shape gate is accepted, in any
+    letter case (only ``UTC`` is case-sensitive), and its result is idempotent and passes
+    time-context §7.2's three checks; every other available name is refused."""
+    accepted = 0
     for name in sorted(zoneinfo.available_timezones()):
-        for variant in (name, name.lower(), name.upper()):
-            try:
-                result = canonicalize(variant)
-            except Exception:
-                continue
-            assert canonicalize(result) == result
-            assert client_zones([U("r", result)], canonicalize) == (result,)
+        if name != "UTC" and ZONE_SHAPE.fullmatch(name) is None:
+            with pytest.raises(ScheduleInputError) as refused:
+                canonicalize(name)
+            assert refused.value.code == "invalid_time_zone"
+            continue
+        result = canonicalize(name)
+        assert canonicalize(result) == result
+        assert client_zones([U("r", result)], canonicalize) == (result,)
+        if name != "UTC":
+            assert canonicalize(name.lower()) == result
+            assert canonicalize(name.upper()) == result
+        accepted += 1
+    assert accepted > 400  # tzdata holds about 550 Area/Location names
 
 
 # --- §8.2 process zone --------------------------------------------------------------------
