@@ -1,9 +1,9 @@
-"""Pure record constructors and id allocation (spec schedule.md §3.4, §5).
+"""Pure record constructors and id allocation (schedule §3.4, schedule §5).
 
-Each constructor takes an allocated id and one clock sample, runs the checks of §5 in
+Each constructor takes an allocated id and one clock sample, runs the checks of schedule §5 in
 order and raises ``ScheduleInputError`` at the first failure; nothing is stored here.
 ``check_create_arguments`` runs the same clock-free checks on tool arguments, so the tools'
-pre-queue stage (§10.5 step 3) and the constructors share one implementation.
+pre-queue stage (schedule §10.5 step 3) and the constructors share one implementation.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _every_seconds(every_seconds: object) -> int:
 
 def check_create_arguments(args: Mapping[str, object]) -> None:
     """The constructor checks that need neither a log nor a clock, on ``schedule_create``
-    arguments (§10.5 step 3 b–e): the prompt, then ``after_seconds`` and ``every_seconds`` when
+    arguments (schedule §10.5 step 3 b–e): the prompt, then ``after_seconds`` and ``every_seconds`` when
     present, raising exactly what the constructors would. ``at`` is left to ``create_at``."""
     _prompt(args["prompt"])
     if "after_seconds" in args:
@@ -69,7 +69,7 @@ def _require_id(id: str) -> None:
 
 
 def create_after(id: str, prompt: object, after_seconds: object, now_ms: object) -> AfterRecord:
-    """An ``after`` record due ``after_seconds`` after ``now_ms`` (§5.1).
+    """An ``after`` record due ``after_seconds`` after ``now_ms`` (schedule §5.1).
 
     Order: prompt → ``after_seconds`` a positive safe integer (``invalid_rule``) →
     range/future. An integral float delay is stored as ``int``.
@@ -82,7 +82,7 @@ def create_after(id: str, prompt: object, after_seconds: object, now_ms: object)
 
 
 def create_every(id: str, prompt: object, every_seconds: object, now_ms: object) -> EveryRecord:
-    """An ``every`` record whose first target is ``now_ms + every_seconds * 1000`` (§5.1).
+    """An ``every`` record whose first target is ``now_ms + every_seconds * 1000`` (schedule §5.1).
 
     Order: prompt → safe integer (``invalid_rule``) → ``>= 300`` (``frequency_too_high``)
     → interval in ms safe (``time_out_of_range``) → range/future.
@@ -98,7 +98,8 @@ def create_every(id: str, prompt: object, every_seconds: object, now_ms: object)
 
 
 def create_at(id: str, prompt: object, at: object, now_ms: object) -> AtRecord:
-    """An ``at`` record from a strict offset string or a local ``{date, time, time_zone}`` (§5.2, §5.3).
+    """An ``at`` record from a strict offset string or a local ``{date, time, time_zone}``
+    (schedule §5.2, schedule §5.3).
 
     Only the resolved UTC instant is kept: no offset, local field or zone name.
     """
@@ -114,7 +115,7 @@ def create_at(id: str, prompt: object, at: object, now_ms: object) -> AtRecord:
 
 
 def allocate_id(seen_ids: Iterable[str]) -> str:
-    """The next id (§3.4): ``schedule-N`` from ``N = len(seen) + 1``, skipping taken names.
+    """The next id (schedule §3.4): ``schedule-N`` from ``N = len(seen) + 1``, skipping taken names.
 
     ``seen_ids`` is every id ever created in the folded suffix (deleted and finished ones
     included); the result is never among them.

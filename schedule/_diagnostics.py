@@ -1,4 +1,4 @@
-"""Diagnostics shared by the tools and the runtime (schedule §10.4, §11.8).
+"""Diagnostics shared by the tools and the runtime (schedule §10.4, schedule §11.8).
 
 Log lines go to ``logging.getLogger("schedule")`` at WARNING; their wording is diagnostic,
 not protocol. Host code (the session, the agent, the clock, the observer) may raise anything, and

@@ -1,4 +1,4 @@
-"""Errors of the schedule package (spec schedule.md §4, §8, §10.3)."""
+"""Errors of the schedule package (schedule §4, schedule §8, schedule §10.3)."""
 
 from __future__ import annotations
 

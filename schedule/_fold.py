@@ -1,6 +1,6 @@
 """The pure fold of ``schedule/change`` events, fixed-rate arithmetic and the due decision.
 
-Spec schedule.md §6.2–§6.4 and §7. Everything here is a function over values: the fold
+See schedule §6.2–6.4 and schedule §7. Everything here is a function over values: the fold
 reads events through the ``LoggedEvent`` Protocol (``.type`` and ``.value()``) and never
 touches a clock.
 """
@@ -69,7 +69,7 @@ class Wait:
     target: int | None
 
 
-# --- fixed-rate arithmetic (§7.1) ----------------------------------------------------------
+# --- fixed-rate arithmetic (schedule §7.1) -------------------------------------------------
 
 
 def _resolve(target: int, every_seconds: object, accepted: object) -> tuple[int, int | None]:
@@ -98,7 +98,7 @@ def resolve_every(record: EveryRecord, accepted_ms: int) -> tuple[int, int | Non
     return _resolve(parse_instant(record.scheduled_at), record.every_seconds, accepted_ms)
 
 
-# --- the fold (§6.2–§6.4) ------------------------------------------------------------------
+# --- the fold (schedule §6.2–6.4) ----------------------------------------------------------
 
 
 class _Folding:
@@ -182,11 +182,11 @@ def _fold_into(events: Sequence[LoggedEvent], seed_length: int) -> _Folding:
 
 
 def fold(events: Sequence[LoggedEvent], seed_length: int) -> Fold:
-    """Fold the ``schedule/change`` events of ``events[seed_length:]`` (§6.2, §6.3).
+    """Fold the ``schedule/change`` events of ``events[seed_length:]`` (schedule §6.2, schedule §6.3).
 
     Other event types are skipped; the seed prefix is ignored entirely (even if corrupt).
     Each change is decoded fully before its transition applies. Raises ``ScheduleLogError``
-    for a bad ``seed_length``, a payload that fails §6.1, or an invalid transition (reused
+    for a bad ``seed_length``, a payload that fails schedule §6.1, or an invalid transition (reused
     id; delete or dispatch of an inactive id; a one-shot dispatch with ``acceptedAt``; an
     every dispatch without one, or before its target). Exceptions raised by an event's
     ``value()`` propagate unchanged.
@@ -197,7 +197,7 @@ def fold(events: Sequence[LoggedEvent], seed_length: int) -> Fold:
 class IncrementalFold:
     """``fold`` of one session log that remembers where it stopped.
 
-    The log is append-only and its events are immutable (§8), so the fold of a prefix never
+    The log is append-only and its events are immutable (schedule §8), so the fold of a prefix never
     changes: each call decodes and applies only the events appended since the last successful
     call, and returns the previous ``Fold`` itself when nothing was appended. Calling it with
     ``(events, seed_length)`` returns exactly what ``fold(events, seed_length)`` returns and
@@ -233,7 +233,7 @@ class IncrementalFold:
 
 
 def check_append(events: Sequence[LoggedEvent], seed_length: int, data: object) -> None:
-    """Raise ``ScheduleLogError`` unless ``events`` plus the candidate payload fold (§6.4).
+    """Raise ``ScheduleLogError`` unless ``events`` plus the candidate payload fold (schedule §6.4).
 
     ``data`` is the payload about to be appended (a mapping, a parsed value or raw bytes).
     """
@@ -241,7 +241,7 @@ def check_append(events: Sequence[LoggedEvent], seed_length: int, data: object) 
     state.apply(*decode_checked(dict(data) if isinstance(data, Mapping) else data))
 
 
-# --- the decision (§7.2) -------------------------------------------------------------------
+# --- the decision (schedule §7.2) ----------------------------------------------------------
 
 
 def decide(active: Sequence[Record], now: int) -> OneShot | EveryBatch | Wait:

@@ -1,4 +1,4 @@
-"""Framing texts of due reminders (spec schedule.md §11.4).
+"""Framing texts of due reminders (schedule §11.4).
 
 Prompts are untrusted: they appear only inside JSON strings (``compact_json``), so a forged
 line such as an embedded ``\\noccurrence_at: …`` stays inside its string.

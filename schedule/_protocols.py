@@ -1,4 +1,4 @@
-"""What schedule needs from its host, as Protocols (spec schedule.md §8).
+"""What schedule needs from its host, as Protocols (schedule §8).
 
 ``host`` implements them; ``eventlog.Event`` and ``eventlog.Session`` satisfy the first two.
 ``AgentBusy``, raised by ``AgentPort.run_maintenance``, lives in ``_errors``; the wall clock

@@ -1,4 +1,4 @@
-"""The per-agent FIFO of schedule transactions (spec schedule.md §9)."""
+"""The per-agent FIFO of schedule transactions (schedule §9)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The durable v1 protocol: record and change Structs, strict decoding, dict shapes, views.
 
-Spec schedule.md §3, §6.1 and §10.8. Payloads are decoded with msgspec tagged unions
-(frozen, ``forbid_unknown_fields``, camelCase on the wire, strict), which enforce every key
-set, tag and type; the semantic rows msgspec cannot express (C5–C7, I, T) are checked by
+See schedule §3, schedule §6.1 and schedule §10.8. Payloads are decoded with msgspec tagged
+unions (frozen, ``forbid_unknown_fields``, camelCase on the wire, strict), which enforce every
+key set, tag and type; the semantic rows msgspec cannot express (C5–C7, I, T) are checked by
 hand afterwards. Every failure is a ``ScheduleLogError``.
 """
 
@@ -20,7 +20,7 @@ from ._timeparse import parse_instant
 from ._trim import js_trim
 
 MIN_EVERY_SECONDS = 300
-CHANGE_TYPE = "schedule/change"  # the one event type schedule owns (§3.1)
+CHANGE_TYPE = "schedule/change"  # the one event type schedule owns (schedule §3.1)
 
 
 class _Record(
@@ -157,19 +157,19 @@ def decode_checked(data: object) -> tuple[ScheduleChange, int | None]:
 
 
 def decode_change(data: object) -> ScheduleChange:
-    """Strictly decode one ``schedule/change`` payload (§6.1).
+    """Strictly decode one ``schedule/change`` payload (schedule §6.1).
 
     ``data`` is the event's raw JSON bytes (``bytes``, ``bytearray``, ``memoryview`` or
     ``msgspec.Raw``) or an already-parsed JSON value (re-encoded first). Returns a
     ``Create``, ``Delete`` or ``Dispatch``; raises ``ScheduleLogError`` — and nothing else —
-    for any violation. Messages of the hand-checked rows are those of the spec; structural
+    for any violation. Messages of the hand-checked rows are those of schedule §6.1; structural
     failures carry msgspec's message with its ``$.path``.
     """
     return decode_checked(data)[0]
 
 
 def record_to_dict(record: Record) -> dict[str, Any]:
-    """The record's JSON object with the canonical key order of §3.2."""
+    """The record's JSON object with the canonical key order of schedule §3.2."""
     out: dict[str, Any] = {"id": record.id, "kind": record.kind, "prompt": record.prompt}
     if type(record) is AfterRecord:
         out["afterSeconds"] = record.after_seconds
@@ -180,7 +180,7 @@ def record_to_dict(record: Record) -> dict[str, Any]:
 
 
 def change_to_dict(change: ScheduleChange) -> dict[str, Any]:
-    """The payload for ``session.append("schedule/change", …)``, keys in §3.3 order."""
+    """The payload for ``session.append("schedule/change", …)``, keys in schedule §3.3 order."""
     if type(change) is Create:
         return {"version": 1, "operation": "create", "schedule": record_to_dict(change.schedule)}
     payload: dict[str, Any] = {"version": 1, "operation": change.operation, "id": change.id}
@@ -190,7 +190,7 @@ def change_to_dict(change: ScheduleChange) -> dict[str, Any]:
 
 
 def view(record: Record, now: int) -> dict[str, Any]:
-    """The tool view of §10.8: record keys, then ``state`` and ``deliveryMode``.
+    """The tool view of schedule §10.8: record keys, then ``state`` and ``deliveryMode``.
 
     ``state`` is ``"overdue"`` when ``now >= scheduledAt``, else ``"scheduled"``.
     """

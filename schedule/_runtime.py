@@ -1,4 +1,4 @@
-"""The live schedule runtime of one root agent (spec schedule.md §11).
+"""The live schedule runtime of one root agent (schedule §11).
 
 One trio task per live agent: it folds the session suffix, arms a bounded-segment timer for the
 earliest target, and delivers due reminders by claiming the agent's maintenance phase, queuing one
@@ -31,13 +31,13 @@ _SOURCE = {"kind": "plugin", "plugin": "schedule"}
 
 
 class ScheduleRuntime:
-    """Arms timers from the fold and delivers due reminders to one live root agent (§11).
+    """Arms timers from the fold and delivers due reminders to one live root agent (schedule §11).
 
     Guarantees: a reminder is never delivered before its target by the wall clock read at the
     decision; each drive step re-reads the clock (timers sleep at most ``segment_ms`` per
     segment); a follow-up is queued and its dispatch appended with nothing in between; a
     faulted runtime does nothing until recreated; ``aclose`` never deletes or rewrites records.
-    Delivery is at least once across crashes (§11.10).
+    Delivery is at least once across crashes (schedule §11.10).
     """
 
     def __init__(
@@ -186,8 +186,9 @@ class ScheduleRuntime:
             self._signal()
 
     async def _drive_step(self) -> None:
-        """One drive step (§11.2), holding the queue. A failure of the failure table (§11.8)
-        raises its ``Failure``; anything else escaping is the caller's "runtime failed"."""
+        """One drive step (schedule §11.2), holding the queue. A failure of the failure table
+        (schedule §11.8) raises its ``Failure``; anything else escaping is the caller's
+        "runtime failed"."""
         self._deadline = None
         if not self._runnable():
             return
@@ -213,7 +214,7 @@ class ScheduleRuntime:
             self.request_drive()
 
     def _maintenance(self) -> bool:
-        """The maintenance task (§11.3): synchronous, it MUST NOT await.
+        """The maintenance task (schedule §11.3): synchronous, it MUST NOT await.
 
         Nothing can run between queuing the follow-up and appending its dispatch. A failure is
         handled here (logged, perhaps faulting) and gives ``False``: nothing was delivered.
@@ -307,7 +308,7 @@ class ScheduleRuntime:
         return not (self._requested or self._driving or self._idle_wait is not None)
 
     def _failed(self, failure: Failure) -> None:
-        """Handle a failure of the failure table (§11.8): fault, or log (perhaps only while
+        """Handle a failure of the failure table (schedule §11.8): fault, or log (perhaps only while
         runnable), and in either case the current step stops."""
         if failure.faults:
             self._faulted = True

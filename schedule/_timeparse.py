@@ -1,9 +1,9 @@
-"""Instants, strict `at` parsing and local-time resolution (spec schedule.md §2.3, §5.2–§5.5).
+"""Instants, strict `at` parsing and local-time resolution (schedule §2.3, schedule §5.2–5.5).
 
 Everything is integer epoch milliseconds on the proleptic Gregorian calendar: strings are
-matched by the spec's regular expressions and formatted field by field, never with
-``fromisoformat``/``strptime`` (too lenient) or ``isoformat``/``strftime`` (wrong shapes);
-``datetime`` only supplies day ordinals and zone rules (§12).
+matched by the regular expressions of schedule §2.3 and schedule §5 and formatted field by
+field, never with ``fromisoformat``/``strptime`` (too lenient) or ``isoformat``/``strftime``
+(wrong shapes); ``datetime`` only supplies day ordinals and zone rules (schedule §12).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _ONE_MS = timedelta(milliseconds=1)
 
-_INSTANT = re.compile(  # §2.3, verbatim
+_INSTANT = re.compile(  # schedule §2.3, verbatim
     r"(?!0000)[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
     r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
 )
@@ -91,7 +91,7 @@ def _instant_days(text: str) -> int | None:
     return date(y, mo, d).toordinal() - _EPOCH_ORDINAL if _is_real_date(y, mo, d) else None
 
 
-# --- canonical UTC instants (§2.3) ---------------------------------------------------------
+# --- canonical UTC instants (schedule §2.3) ------------------------------------------------
 
 
 def format_instant(ms: int) -> str:
@@ -121,7 +121,7 @@ def parse_instant(s: object) -> int:
     return days * _DAY_MS + clock * 1000 + int(s[20:23])
 
 
-# --- model input: `at` strings, local objects, range (§5.2–§5.5) ---------------------------
+# --- model input: `at` strings, local objects, range (schedule §5.2–5.5) -------------------
 
 
 def _rule(message: str) -> ScheduleInputError:
@@ -134,7 +134,7 @@ def _millis(fraction: str | None) -> int:
 
 
 def parse_at_string(at: str) -> int:
-    """Epoch ms of a strict offset-bearing RFC 3339 ``at`` string (§5.2 steps 2–6).
+    """Epoch ms of a strict offset-bearing RFC 3339 ``at`` string (schedule §5.2 steps 2–6).
 
     Raises ``ScheduleInputError`` (``invalid_rule``) with the shape, calendar or offset
     message. The result is not range-checked (see ``check_target``).
@@ -170,7 +170,7 @@ def _offset_ms(moment: datetime) -> int:
 def local_to_instant(
     y: int, mo: int, d: int, h: int, mi: int, s: int, milli: int, zone_name: str
 ) -> int:
-    """Epoch ms of a real local wall time in a canonical zone (§5.4.2).
+    """Epoch ms of a real local wall time in a canonical zone (schedule §5.4.2).
 
     An ambiguous (overlap) time gives the earlier instant; a time in a gap raises
     ``invalid_rule``; a result outside years 0001–9999 raises ``time_out_of_range`` (range
@@ -193,7 +193,7 @@ def local_to_instant(
 
 
 def resolve_local_at(at: Mapping[object, object]) -> int:
-    """Epoch ms of a local ``{date, time, time_zone}`` object (§5.3 steps 3–8).
+    """Epoch ms of a local ``{date, time, time_zone}`` object (schedule §5.3 steps 3–8).
 
     Checks in order: key set, date/time types, zone type, date/time shape, field ranges,
     calendar date, zone (``canonicalize_time_zone``), local resolution. The result is not
@@ -229,7 +229,7 @@ def now_sample(now_ms: object) -> int:
 
 
 def check_target(t: int, now_ms: object) -> str:
-    """The range and future check (§5.5): ``scheduledAt`` of target ``t``.
+    """The range and future check (schedule §5.5): ``scheduledAt`` of target ``t``.
 
     ``time_out_of_range`` if ``now_ms`` is not a safe integer or ``t`` is outside years
     0001–9999; ``not_future`` if ``t <= now_ms``.

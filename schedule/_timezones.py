@@ -1,4 +1,4 @@
-"""The one shared time-zone canonicaliser of turnlog (spec schedule.md §5.4.1).
+"""The one shared time-zone canonicaliser of turnlog (schedule §5.4.1).
 
 The host uses it for ``clientTimeZone``; timecontext receives it as ``canonicalize``.
 The canonical name only selects rules; it is never stored by schedule.

@@ -1,4 +1,4 @@
-"""The model-facing tools ``schedule_create``, ``schedule_list``, ``schedule_delete`` (spec §10).
+"""The model-facing tools ``schedule_create``, ``schedule_list``, ``schedule_delete`` (schedule §10).
 
 Each call is one transaction: schema stage, owner check, input checks that need no log, then —
 holding the agent's queue — a preflight barrier, a fold of the session suffix, at most one append
@@ -187,7 +187,7 @@ def _check_local_at_schema(at: Mapping[str, Any]) -> None:
 
 
 def _precheck_create(args: Mapping[str, Any]) -> None:
-    """The create checks that need no log or clock (§10.5 step 3), in order; a bad ``at`` is
+    """The create checks that need no log or clock (schedule §10.5 step 3), in order; a bad ``at`` is
     left to the constructor (it costs one flush)."""
     if args.keys() - _CREATE_KEYS or sum(key in args for key in _SELECTORS) != 1:
         raise ScheduleInputError("invalid_selector", _BAD_SELECTOR)
@@ -205,7 +205,7 @@ def _check_delete_schema(args: object) -> str:
 
 
 class ScheduleTools:
-    """The three schedule tools of one live root agent (spec §10).
+    """The three schedule tools of one live root agent (schedule §10).
 
     ``session`` is its log, ``owner`` its agent port (any other ``caller`` gets
     ``internal_error``), ``queue`` the agent's FIFO shared with its runtime, and
@@ -264,7 +264,7 @@ class ScheduleTools:
         )
 
     async def schedule_create(self, args: object, *, caller: object) -> Any:
-        """Create one reminder; return its view (§10.5) or a Schedule error value."""
+        """Create one reminder; return its view (schedule §10.5) or a Schedule error value."""
         checked = _check_create_schema(args)
         if caller is not self._owner:
             return dict(_INTERNAL)
@@ -286,7 +286,7 @@ class ScheduleTools:
                 return answer.value
 
     async def schedule_list(self, args: object, *, caller: object) -> Any:
-        """Every active reminder's view in create order (§10.6), or a Schedule error value."""
+        """Every active reminder's view in create order (schedule §10.6), or a Schedule error value."""
         if not isinstance(args, dict):
             raise InvalidToolArguments("$: expected object")
         if caller is not self._owner:
@@ -301,7 +301,7 @@ class ScheduleTools:
                 return answer.value
 
     async def schedule_delete(self, args: object, *, caller: object) -> Any:
-        """Delete one active reminder (§10.7): ``{"id","deleted"[,"code"]}`` or an error value."""
+        """Delete one active reminder (schedule §10.7): ``{"id","deleted"[,"code"]}`` or an error value."""
         id = _check_delete_schema(args)
         if id == "" or id != js_trim(id):
             return ScheduleInputError("invalid_rule", _BAD_DELETE_ID).to_value()

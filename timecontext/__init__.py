@@ -8,7 +8,7 @@ supplies the clock and the shared zone canonicaliser; timecontext never imports 
 ``schedule``.
 
 The public names are those of time-context §8.4 and the types and Protocols of time-context
-§3.1; every module is private.
+time-context §3.1; every module is private.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``TimeContext``: the pre-step hook that appends a time reading (spec timecontext.md §3, §8, §10).
+"""``TimeContext``: the pre-step hook that appends a time reading (time-context §3,
+time-context §8, time-context §10).
 
 Settings are checked and the display fallback is resolved once, at construction. After that
 the hook keeps no state: each result is a pure function of the call's arguments, one clock
@@ -22,7 +23,7 @@ from ._zones import client_zones, process_zone
 
 
 def _js_string(value: object) -> str:
-    """JavaScript's ``String(value)`` in the cases a setting can take (§10)."""
+    """JavaScript's ``String(value)`` in the cases a setting can take (time-context §10)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -39,7 +40,7 @@ def _js_string(value: object) -> str:
 
 
 def refresh_interval(value: object) -> int:
-    """``refreshIntervalMs`` as an int (§10): ``None`` is 0; otherwise a safe integer >= 0.
+    """``refreshIntervalMs`` as an int (time-context §10): ``None`` is 0; otherwise a safe integer >= 0.
 
     An integral finite float is accepted as its int. Anything else raises
     ``TimeContextConfigError``, naming the value as JavaScript's ``String()`` would.
@@ -61,10 +62,11 @@ def refresh_interval(value: object) -> int:
 
 
 def configured_zone(value: object, canonicalize: ZoneCanonicalizer) -> str:
-    """The canonical form of a configured ``timeZone`` (§8.2), or ``TimeContextConfigError``.
+    """The canonical form of a configured ``timeZone`` (time-context §8.2), or ``TimeContextConfigError``.
 
     The value must be a string that ``canonicalize`` accepts: the shape gate and the lookup are
-    the shared canonicaliser's (§12). Its refusal is the error's ``__cause__`` (§8.3).
+    the shared canonicaliser's (time-context §12). Its refusal is the error's ``__cause__``
+    (time-context §8.3).
     """
     message = f"time-context: invalid IANA timeZone {json_text(value)}"
     if not isinstance(value, str):
@@ -124,7 +126,7 @@ class TimeContext:
         return self._refresh_interval_ms
 
     def pre_step(self, pre: PreStep, decision: Decision) -> Decision:
-        """The algorithm of §3.3: maybe append one reading, last, to an entering batch."""
+        """The algorithm of time-context §3.3: maybe append one reading, last, to an entering batch."""
         if isinstance(decision, Reject) or pre.cancelled:
             return decision
         if not decision.messages and not pre.continuation:

@@ -1,7 +1,8 @@
-"""Typed errors of the timecontext package (spec timecontext.md §7.2, §8.3, §13), and the
-text that names a bad value inside their messages.
+"""Typed errors of the timecontext package (time-context §7.2, time-context §8.3,
+time-context §13), and the text that names a bad value inside their messages.
 
-Every error is a ``ValueError`` whose message is one line, exactly as the spec words it.
+Every error is a ``ValueError`` whose message is one line, worded exactly as docs/time-context.md
+words it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def decimal_text(number: int) -> str:
 
 
 def json_text(value: object) -> str:
-    """``json.dumps(value, ensure_ascii=False, default=str)``, the spec's way to name a value.
+    """``json.dumps(value, ensure_ascii=False, default=str)``: how time-context §8.3 names a value.
 
     An int is written in decimal at any length. A value JSON cannot write at all (a cycle, a
     key that is no str, a huge int inside a container) is named by its type instead, so the
@@ -51,12 +52,12 @@ def json_text(value: object) -> str:
 
 
 class ClientZoneError(ValueError):
-    """A ``clientTimeZone`` of the open turn is not a canonical, supported zone (§7.2)."""
+    """A ``clientTimeZone`` of the open turn is not a canonical, supported zone (time-context §7.2)."""
 
 
 class TimeContextConfigError(ValueError):
-    """``TimeContext`` cannot be constructed: a bad setting or no system zone (§8.3)."""
+    """``TimeContext`` cannot be constructed: a bad setting or no system zone (time-context §8.3)."""
 
 
 class ReadingInvariantError(ValueError):
-    """A time reading already in a log breaks one of the replay checks (§13)."""
+    """A time reading already in a log breaks one of the replay checks (time-context §13)."""

@@ -1,4 +1,4 @@
-"""The pre-step hook contract (spec timecontext.md §3.1).
+"""The pre-step hook contract (time-context §3.1).
 
 These are the only shapes timecontext shares with its host: the decision a pre-step hook
 receives and returns, the view of the session it is given, and the two things it needs from
@@ -51,14 +51,15 @@ class EventLike(Protocol):
 
 
 class ZoneCanonicalizer(Protocol):
-    """The shared canonicaliser (§12): the canonical name, or an exception for an invalid one."""
+    """The shared canonicaliser (time-context §12): the canonical name, or an exception for an
+    invalid one."""
 
     def __call__(self, name: str, /) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
 class PreStep:
-    """What the host knows when it is about to enter a step (§3.2 item 3)."""
+    """What the host knows when it is about to enter a step (time-context §3.2 item 3)."""
 
     turn: int
     """Number of the open turn, as in its ``turn/start``; >= 1."""

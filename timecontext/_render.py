@@ -1,4 +1,4 @@
-"""The text of a time reading and the message that carries it (spec timecontext.md §4-§6, §11).
+"""The text of a time reading and the message that carries it (time-context §4-6, time-context §11).
 
 Pure functions over values: nothing here reads a clock, a file or the environment.
 """
@@ -35,14 +35,15 @@ _MAX_PROBE = _MAX_WALL - _DAY
 
 
 def _require_ms(function: str, name: str, value: object) -> None:
-    """Refuse a non-integer millisecond count (a ``bool`` too): §5 and §6 work in integer ms,
-    and a float would otherwise be truncated silently or rendered as ``1.0m 30.0s``."""
+    """Refuse a non-integer millisecond count (a ``bool`` too): time-context §5 and time-context §6
+    work in integer ms, and a float would otherwise be truncated silently or rendered as
+    ``1.0m 30.0s``."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{function}: {name} must be an int, got {type(value).__name__}")
 
 
 def format_timestamp(epoch_ms: int, zone: str) -> str:
-    """``YYYY-MM-DDTHH:MM:SS±HH:MM[zone]`` for the instant ``epoch_ms`` in ``zone`` (§5).
+    """``YYYY-MM-DDTHH:MM:SS±HH:MM[zone]`` for the instant ``epoch_ms`` in ``zone`` (time-context §5).
 
     The instant is truncated to whole seconds with floor division (right before 1970 too).
     The offset is the zone's UTC offset at that instant, always signed, ``+00:00`` for zero
@@ -79,7 +80,7 @@ def _format_offset(total: int) -> str:
 
 
 def format_duration(elapsed_ms: int) -> str:
-    """Compact whole-second duration (§6): ``2h 3m 4s``, ``1d 7m 0s``, ``0s``.
+    """Compact whole-second duration (time-context §6): ``2h 3m 4s``, ``1d 7m 0s``, ``0s``.
 
     A negative value counts as 0. Days, hours and minutes appear only when non-zero;
     seconds always appear. No padding, no weeks; days are unbounded. ``TypeError`` when
@@ -96,7 +97,7 @@ def format_duration(elapsed_ms: int) -> str:
 
 
 def policy_line(zones: Sequence[str]) -> str:
-    """Line 2 of a reading for the open turn's client zones (§4, §7.3).
+    """Line 2 of a reading for the open turn's client zones (time-context §4, time-context §7.3).
 
     No zone is *missing*, one is *unique*, two or more distinct zones are *mixed* (listed
     sorted by code point as compact JSON). ``zones`` is normally ``client_zones``' result;
@@ -122,11 +123,11 @@ def render_reading(
     fallback_zone: str,
     baseline_ms: int | None,
 ) -> str:
-    """The three lines of a reading (§4), joined by LF, without a trailing newline.
+    """The three lines of a reading (time-context §4), joined by LF, without a trailing newline.
 
-    The clock is shown in the unique client zone, else in ``fallback_zone`` (§8.1). The
-    elapsed time runs from ``baseline_ms`` to ``now_ms`` (§6), or is ``unavailable`` when there
-    is no baseline (§9). Step 1 measures from the preceding model-visible message, later
+    The clock is shown in the unique client zone, else in ``fallback_zone`` (time-context §8.1). The
+    elapsed time runs from ``baseline_ms`` to ``now_ms`` (time-context §6), or is ``unavailable`` when there
+    is no baseline (time-context §9). Step 1 measures from the preceding model-visible message, later
     steps from the preceding step context.
     """
     distinct = sorted(set(zones))
@@ -142,7 +143,7 @@ def render_reading(
 
 
 def reading_message(text: str) -> dict[str, Any]:
-    """The batch message carrying a reading (§11): exactly these keys, text in both places.
+    """The batch message carrying a reading (time-context §11): exactly these keys, text in both places.
 
     The host adds the message ``id`` when it appends it, as for every batch message.
     """

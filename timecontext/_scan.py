@@ -1,4 +1,5 @@
-"""Backward scans over a session's events (spec timecontext.md §7.1, §9, §10, §13 check 4).
+"""Backward scans over a session's events (time-context §7.1, time-context §9, time-context §10,
+time-context §13 check 4).
 
 Every scan walks from the end of ``events[:end]`` towards the start and stops at the first
 event that settles its answer, so a step costs about a scan back to the open turn's
@@ -17,7 +18,7 @@ from ._render import PLUGIN
 
 USER_MESSAGE = "user/message"
 TURN_START = "turn/start"
-# The events whose append time is a step-1 baseline (§9).
+# The events whose append time is a step-1 baseline (time-context §9).
 _MESSAGE_TYPES = frozenset({USER_MESSAGE, "assistant/message", "tool/result"})
 
 
@@ -57,13 +58,14 @@ class OpenTurn:
     empty when there is no such ``turn/start``."""
     reading_time: int | None
     """Append time of the latest reading after that ``turn/start`` (anywhere in the log when
-    there is none): the baseline of a later step (§9)."""
+    there is none): the baseline of a later step (time-context §9)."""
     start: int
     """Index of that ``turn/start``, or -1: the walk reached the start of the log."""
 
 
 def open_turn(events: Sequence[EventLike], end: int, turn: int) -> OpenTurn:
-    """Walk ``events[:end]`` back to the last ``turn/start`` of ``turn`` (§7.1, §9)."""
+    """Walk ``events[:end]`` back to the last ``turn/start`` of ``turn`` (time-context §7.1,
+    time-context §9)."""
     found: list[Any] = []
     reading_time: int | None = None
     for index in range(end - 1, -1, -1):
@@ -81,7 +83,7 @@ def open_turn(events: Sequence[EventLike], end: int, turn: int) -> OpenTurn:
 
 
 def latest_reading_time(events: Sequence[EventLike], end: int) -> int | None:
-    """Append time of the latest reading in ``events[:end]``, any turn, hidden or not (§10)."""
+    """Append time of the latest reading in ``events[:end]``, any turn, hidden or not (time-context §10)."""
     for index in range(end - 1, -1, -1):
         event = events[index]
         if event.type == USER_MESSAGE and is_reading(event.value()):
@@ -90,7 +92,8 @@ def latest_reading_time(events: Sequence[EventLike], end: int) -> int | None:
 
 
 def latest_message_time(events: Sequence[EventLike], end: int) -> int | None:
-    """Append time of the latest user, assistant or tool-result message: the step-1 baseline (§9)."""
+    """Append time of the latest user, assistant or tool-result message: the step-1 baseline
+    (time-context §9)."""
     for index in range(end - 1, -1, -1):
         event = events[index]
         if event.type in _MESSAGE_TYPES:
@@ -100,7 +103,7 @@ def latest_message_time(events: Sequence[EventLike], end: int) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Position:
-    """Where the agent loop stood after ``events[:end]`` (§13 check 4)."""
+    """Where the agent loop stood after ``events[:end]`` (time-context §13 check 4)."""
 
     turn: Any
     """``data["turn"]`` of the open turn's ``turn/start``; ``None`` when no turn is open."""
@@ -114,7 +117,7 @@ _UNSET: Any = object()
 
 
 def position(events: Sequence[EventLike], end: int) -> Position:
-    """The fold of §13 check 4 over ``events[:end]``, computed backwards.
+    """The fold of time-context §13 check 4 over ``events[:end]``, computed backwards.
 
     Forwards, ``turn/start`` opens a turn and clears the step and the request flag;
     ``step/start`` sets the step and clears the flag; ``request/header`` sets the flag;

@@ -1,6 +1,6 @@
-"""Replay validator for readings already in a log (spec timecontext.md §13). It never writes.
+"""Replay validator for readings already in a log (time-context §13). It never writes.
 
-Each reading is checked against the events before it, in the order of §13; the first failing
+Each reading is checked against the events before it, in the order of time-context §13; the first failing
 check wins. Every check looks back only to the start of the reading's own turn, so a reading
 costs a walk through its turn so far, never a pass over the whole log.
 """
@@ -184,7 +184,7 @@ def _check(
 def check_reading(
     prefix: Sequence[EventLike], event: EventLike, canonicalize: ZoneCanonicalizer
 ) -> None:
-    """Check one reading ``event`` against the events logged before it (§13 checks 1-9).
+    """Check one reading ``event`` against the events logged before it (time-context §13 checks 1-9).
 
     Raises ``ReadingInvariantError`` with the first failing check's message, or the
     ``ClientZoneError`` of check 6 when a ``clientTimeZone`` of the turn is invalid.
@@ -195,7 +195,7 @@ def check_reading(
 def validate_readings(
     events: Sequence[EventLike], canonicalize: ZoneCanonicalizer
 ) -> ReadingReport:
-    """Check every reading in ``events`` against the events before it (§13).
+    """Check every reading in ``events`` against the events before it (time-context §13).
 
     A reading is a ``user/message`` whose source is ``{"kind":"plugin","plugin":"time-context"}``.
     One whose line 2 starts ``Browser time zone for this request: `` came from another

@@ -1,4 +1,5 @@
-"""Client zones of the open turn and the display fallback (spec timecontext.md §7, §8.2, §12).
+"""Client zones of the open turn and the display fallback (time-context §7, time-context §8.2,
+time-context §12).
 
 The zone lookup and the shape gate are never done here: both belong to the shared canonicaliser
 the host passes in (``schedule.canonicalize_time_zone``). timecontext keeps only the shape
@@ -24,7 +25,7 @@ _SYSTEM_ZONE_FAILED = "time-context: failed to resolve the system time zone"
 
 
 def message_zone(message: Any) -> str | None:
-    """The ``clientTimeZone`` a message contributes (§7.1), or ``None``.
+    """The ``clientTimeZone`` a message contributes (time-context §7.1), or ``None``.
 
     Only a user source with a string ``rpcId`` and a string ``clientTimeZone`` contributes;
     readings, plugin messages, sources without ``rpcId`` or without a zone contribute nothing.
@@ -45,7 +46,7 @@ def _quote(value: str) -> str:
 
 
 def client_zones(messages: Iterable[Any], canonicalize: ZoneCanonicalizer) -> tuple[str, ...]:
-    """The sorted distinct client zones of the open-turn ``messages`` (§7).
+    """The sorted distinct client zones of the open-turn ``messages`` (time-context §7).
 
     Each contributed value is checked in message order, before de-duplication, and the first
     bad one raises ``ClientZoneError``: not ``UTC`` or ``Area/Location`` shaped, refused by
@@ -71,7 +72,7 @@ def client_zones(messages: Iterable[Any], canonicalize: ZoneCanonicalizer) -> tu
 
 
 def _name_from_path(path: str) -> str | None:
-    """§8.2 rule 3: the components after the last ``zoneinfo``, without ``posix``/``right``.
+    """time-context §8.2 rule 3: the components after the last ``zoneinfo``, without ``posix``/``right``.
 
     ``None`` when the path names no zone, including a path the OS cannot take (a NUL byte or a
     lone surrogate makes ``realpath`` raise ``ValueError``).
@@ -102,7 +103,7 @@ def _system_zone(name: str | None, canonicalize: ZoneCanonicalizer) -> str:
 def _sample(
     environ: Mapping[str, str], localtime_path: str, canonicalize: ZoneCanonicalizer
 ) -> str | None:
-    """§8.2 rules 1-3: the process zone, ``None`` for rule 4, or raise when ``TZ`` fails."""
+    """time-context §8.2 rules 1-3: the process zone, ``None`` for rule 4, or raise when ``TZ`` fails."""
     if "TZ" in environ:
         value = environ["TZ"]
         if not isinstance(value, str):
@@ -124,7 +125,7 @@ def _sample(
 def process_zone(
     environ: Mapping[str, str], localtime_path: str, canonicalize: ZoneCanonicalizer
 ) -> str:
-    """The process's canonical zone, for display only (§8.2).
+    """The process's canonical zone, for display only (time-context §8.2).
 
     ``TZ`` wins when set (empty means ``UTC``; one leading ``:`` is dropped; an absolute path
     names the zone after its last ``zoneinfo`` component); a ``TZ`` that names no accepted zone
@@ -138,7 +139,7 @@ def process_zone(
 def sampled_zone(
     environ: Mapping[str, str], localtime_path: str, canonicalize: ZoneCanonicalizer
 ) -> str | None:
-    """The process zone by rules 1-3 of §8.2 only, or ``None``.
+    """The process zone by rules 1-3 of time-context §8.2 only, or ``None``.
 
     ``None`` wherever ``process_zone`` would fall back to ``UTC`` or raise, so a client that
     sends its own zone never passes a default off as the user's.

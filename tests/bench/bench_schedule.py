@@ -4,7 +4,7 @@ Prints fold throughput over a log of 1M ``schedule/change`` events that ends wit
 reminders, and the cost of ``decide`` over 10k active reminders, next to baselines measured in
 the same run: decoding the same payloads into dicts with stdlib ``json`` and with msgspec.
 Then the cost of one runtime drive step after three new events (two folds of the suffix and two
-decisions, §11.2/§11.3): refolding the whole log each time against ``IncrementalFold``.
+decisions, schedule §11.2/schedule §11.3): refolding the whole log each time against ``IncrementalFold``.
 Options: ``--events N`` (default 1_000_000), ``--active N`` (default 10_000).
 """
 

@@ -11,7 +11,7 @@ CHANGE = "schedule/change"
 
 
 class Ev:
-    """A ``LoggedEvent`` reached only through ``.type`` and ``.value()`` (the §8 Protocol)."""
+    """A ``LoggedEvent`` reached only through ``.type`` and ``.value()`` (the schedule §8 Protocol)."""
 
     __slots__ = ("_text", "type")
 

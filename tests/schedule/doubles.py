@@ -1,4 +1,4 @@
-"""In-memory doubles of schedule's host Protocols (spec schedule.md §8).
+"""In-memory doubles of schedule's host Protocols (schedule §8).
 
 They honour the contracts the way eventlog and host do: events are immutable and decoded from raw
 JSON bytes; ``append`` is synchronous and records nothing when refused; ``flush`` is a barrier

@@ -43,7 +43,7 @@ async def live(
     serve: float | None = None,
     idle_hook: bool = True,
 ) -> AsyncIterator[Live]:
-    """Wire one agent as the host does (schedule.md §9) and run its runtime in a nursery.
+    """Wire one agent as the host does (schedule §9) and run its runtime in a nursery.
 
     ``serve``: end every turn that many seconds after it starts. On exit the runtime is closed.
     """

@@ -1,8 +1,8 @@
-"""Acceptance audit of ``schedule`` against spec schedule.md, through the public API only.
+"""Acceptance audit of ``schedule`` against docs/schedule.md, through the public API only.
 
-Every expected value here is taken from the spec text (§1–§13, worked examples E1–E14), never
-from the package's output. The doubles below are minimal and written from the §8 Protocols
-alone (not ``tests/schedule/doubles.py``); time runs on ``MockClock(autojump_threshold=0)`` with
+Every expected value here is taken from the text of docs/schedule.md (schedule §1–13, worked
+examples E1–E14), never from the package's output. The doubles below are minimal and written from
+the schedule §8 Protocols alone (not ``tests/schedule/doubles.py``); time runs on ``MockClock(autojump_threshold=0)`` with
 a wall clock derived from trio time.
 """
 
@@ -58,16 +58,16 @@ from schedule import (
 
 T = TypeVar("T")
 
-# --- constants of the spec ------------------------------------------------------------------
+# --- constants of docs/schedule.md -----------------------------------------------------------
 
 MIN_MS = -62135596800000
 MAX_MS = 253402300799999
 MAX_SAFE = 2**53 - 1
-NOW = 1799568000000  # 2027-01-10T08:00:00.000Z (§13)
+NOW = 1799568000000  # 2027-01-10T08:00:00.000Z (schedule §13)
 CHANGE = "schedule/change"
 SOURCE = {"kind": "plugin", "plugin": "schedule"}
 
-# §4, verbatim
+# schedule §4, verbatim
 M_PROMPT = "prompt must be non-empty after trimming."
 M_SELECTOR = "schedule_create accepts exactly one of after_seconds, at, or every_seconds."
 M_AFTER = "after_seconds must be a positive safe integer."
@@ -94,12 +94,12 @@ M_NOT_FUTURE = "The scheduled time must be strictly in the future."
 M_RANGE = "The scheduled time must be representable as a four-digit-year RFC 3339 UTC instant."
 M_FREQUENCY = "every_seconds must be at least 300."
 
-# §10.9, verbatim
+# schedule §10.9, verbatim
 UNCERTAIN = "Schedule persistence is uncertain; retry with schedule_list before relying on this result."
 CORRUPT = {"code": "corrupt_schedule_log", "message": "The session schedule log is corrupt."}
 INTERNAL = {"code": "internal_error", "message": "The schedule operation failed."}
 
-# §6.1 hand-check messages, verbatim
+# schedule §6.1 hand-check messages, verbatim
 L_ID = "schedule id must be a non-empty string without surrounding whitespace"
 L_SHAPE = "scheduledAt must be a canonical four-digit-year RFC 3339 UTC instant"
 L_REAL = "scheduledAt is not a real UTC calendar instant"
@@ -120,12 +120,12 @@ def ms(text: str) -> int:
 
 
 def text_of(value: Any) -> str:
-    """What the host shows the model: the compact JSON of a tool value (§10.1)."""
+    """What the host shows the model: the compact JSON of a tool value (schedule §10.1)."""
     return compact_json(value)
 
 
 def spec_json(text: str) -> str:
-    """The spec's JSON text, compacted keeping its key order."""
+    """A JSON text of docs/schedule.md, compacted keeping its key order."""
     return json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
 
 
@@ -142,7 +142,7 @@ def input_error(fn: Callable[[], object]) -> tuple[str, str]:
     return info.value.code, info.value.message
 
 
-# --- minimal doubles of the §8 Protocols -------------------------------------------------------
+# --- minimal doubles of the schedule §8 Protocols ----------------------------------------------
 
 
 class Ev:
@@ -358,7 +358,7 @@ class Counter:
 
 
 def rec(id: str, kind: str, at: str, prompt: str | None = None, **extra: Any) -> dict[str, Any]:
-    """A durable record dict in §3.2 key order."""
+    """A durable record dict in schedule §3.2 key order."""
     out: dict[str, Any] = {"id": id, "kind": kind, "prompt": prompt or f"about {id}"}
     out.update(extra)
     out["scheduledAt"] = at
@@ -385,7 +385,7 @@ def make_tools(log: Log, clock: Any, owner: Any = None) -> tuple[ScheduleTools, 
 
 
 # ==============================================================================================
-# §2 primitives
+# schedule §2 primitives
 # ==============================================================================================
 
 
@@ -448,7 +448,7 @@ def test_parse_instant_leap_days() -> None:
 
 
 def test_compact_json_rules() -> None:
-    # §11.5: no whitespace, insertion order, only " \\ and C0 controls escaped, lowercase hex.
+    # schedule §11.5: no whitespace, insertion order, only " \\ and C0 controls escaped, lowercase hex.
     value = {"z": 1, "a": [True, None, 1.5], "s": 'q"b\\/\x7f\u2028\u2029é—\b\t\n\f\r\x01\x1f'}
     assert compact_json(value) == (
         '{"z":1,"a":[true,null,1.5],"s":"q\\"b\\\\/\x7f\u2028\u2029é—\\b\\t\\n\\f\\r\\u0001\\u001f"}'
@@ -480,7 +480,7 @@ def test_durable_prompt_and_id_trim_use_the_ecmascript_set() -> None:
 
 
 # ==============================================================================================
-# §4 / §5 constructors: every row of the §4 table
+# schedule §4 / schedule §5 constructors: every row of the schedule §4 table
 # ==============================================================================================
 
 
@@ -531,7 +531,7 @@ def test_frequency_too_high_row(seconds: object) -> None:
 
 
 def test_every_interval_must_stay_safe() -> None:
-    # 9007199254741 * 1000 > MAX_SAFE (§5.1): time_out_of_range, even with a normal clock.
+    # 9007199254741 * 1000 > MAX_SAFE (schedule §5.1): time_out_of_range, even with a normal clock.
     assert input_error(lambda: create_every("s", "p", 9007199254741, NOW)) == (
         "time_out_of_range", M_RANGE)
 
@@ -763,7 +763,7 @@ def test_local_range() -> None:
 
 
 def test_range_and_future_check_uses_the_clock_sample() -> None:
-    # §5.5: now_ms not a safe integer -> time_out_of_range; now_ms itself is not range-checked.
+    # schedule §5.5: now_ms not a safe integer -> time_out_of_range; now_ms itself is not range-checked.
     for now in (1.5, None, "x", True, 2**53, float("nan")):
         for build in (
             functools.partial(create_after, "s", "p", 5, now),
@@ -782,7 +782,7 @@ def test_range_and_future_check_uses_the_clock_sample() -> None:
 
 
 def test_constructor_check_order() -> None:
-    # prompt first, then the rule (§5): bad prompt with every other failure -> invalid_prompt
+    # prompt first, then the rule (schedule §5): bad prompt with every other failure -> invalid_prompt
     assert input_error(lambda: create_every("s", " ", "x", "now"))[0] == "invalid_prompt"
     assert input_error(lambda: create_every("s", "p", "x", "now"))[0] == "invalid_rule"
     assert input_error(lambda: create_every("s", "p", 5, "now"))[0] == "frequency_too_high"
@@ -798,7 +798,7 @@ def test_input_error_value_type() -> None:
     assert InvalidToolArguments("bad").message == "bad"
 
 
-# --- §5.4.1 zones (E5) ------------------------------------------------------------------------
+# --- schedule §5.4.1 zones (E5) ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -834,7 +834,7 @@ def test_e5_rejected_zones(name: str) -> None:
 
 
 # ==============================================================================================
-# §6.1 strict decode: every row of the table
+# schedule §6.1 strict decode: every row of the table
 # ==============================================================================================
 
 AT = "2027-01-10T09:00:00.000Z"
@@ -856,7 +856,7 @@ def test_decode_valid_payloads() -> None:
     assert type(one) is Dispatch and one.accepted_at is msgspec.UNSET
     every = decode_change(b'{"version":1,"operation":"dispatch","id":"a","acceptedAt":"' + AT.encode() + b'"}')
     assert every == Dispatch(version=1, id="a", accepted_at=AT)
-    # key order in the payload is free (§3.5); a raw str is not bytes
+    # key order in the payload is free (schedule §3.5); a raw str is not bytes
     assert decode_change(json.dumps({"id": "a", "operation": "delete", "version": 1}).encode()) == (
         Delete(version=1, id="a"))
 
@@ -969,7 +969,7 @@ def test_decode_hand_checked_delete_and_dispatch_rows(data: Any, message: str) -
 
 
 # ==============================================================================================
-# §6.2–§6.4 fold
+# schedule §6.2–6.4 fold
 # ==============================================================================================
 
 
@@ -1111,7 +1111,7 @@ def test_check_append_guard() -> None:
 
 
 # ==============================================================================================
-# §7 fixed-rate arithmetic and the decision
+# schedule §7 fixed-rate arithmetic and the decision
 # ==============================================================================================
 
 
@@ -1200,7 +1200,7 @@ def test_decide_fails_on_bad_now_or_unresolvable_batch() -> None:
 
 
 # ==============================================================================================
-# §8 / §9 public names
+# schedule §8 / schedule §9 public names
 # ==============================================================================================
 
 PUBLIC = [
@@ -1263,7 +1263,7 @@ async def test_queue_released_when_the_body_fails() -> None:
 
 
 # ==============================================================================================
-# §10 tools
+# schedule §10 tools
 # ==============================================================================================
 
 CREATE_DESCRIPTION = (
@@ -1312,7 +1312,7 @@ def test_tool_specs_names_descriptions_schemas() -> None:
     assert by_name["schedule_create"].handler == tools.schedule_create
     assert by_name["schedule_list"].handler == tools.schedule_list
     assert by_name["schedule_delete"].handler == tools.schedule_delete
-    # presentation hints (§10.1): values only, the field names are schedule's own
+    # presentation hints (schedule §10.1): values only, the field names are schedule's own
     hints = {s.name: set(_string_values(s)) for s in specs}
     assert {"Create reminder", "other"} <= hints["schedule_create"]
     assert {"List reminders", "read"} <= hints["schedule_list"]
@@ -1369,7 +1369,7 @@ async def test_create_every_and_at_views_in_key_order() -> None:
 
 async def test_create_view_uses_a_fresh_clock_sample() -> None:
     log = Log()
-    # build sample NOW; view sample 2 s later: a 1 s reminder is already overdue (§10.5 step 12)
+    # build sample NOW; view sample 2 s later: a 1 s reminder is already overdue (schedule §10.5 step 12)
     tools, _, owner = make_tools(log, Fixed(NOW, NOW + 2000))
     value = await tools.schedule_create({"prompt": "p", "after_seconds": 1}, caller=owner)
     assert value["scheduledAt"] == "2027-01-10T08:00:01.000Z"
@@ -1671,7 +1671,7 @@ async def test_internal_errors() -> None:
     log.append_ok = 0
     tools, _, owner = make_tools(log, Fixed(NOW))
     assert await tools.schedule_delete({"id": "a"}, caller=owner) == INTERNAL
-    # a lone surrogate in the prompt: the session refuses the data (§12.8)
+    # a lone surrogate in the prompt: the session refuses the data (schedule §12.8)
     log = Log()
     tools, _, owner = make_tools(log, Fixed(NOW))
     assert await tools.schedule_create({"prompt": "a\ud800", "after_seconds": 5}, caller=owner) == INTERNAL
@@ -1793,7 +1793,7 @@ async def test_appended_transaction_completes_its_barrier_despite_cancellation()
 
 
 # ==============================================================================================
-# §11 runtime
+# schedule §11 runtime
 # ==============================================================================================
 
 
@@ -2100,7 +2100,7 @@ async def test_on_agent_idle_errors_are_ignored(autojump_clock: trio.testing.Moc
         assert not runtime.faulted and log.flushes == 1
 
 
-# --- §11.8 failure table ----------------------------------------------------------------------
+# --- schedule §11.8 failure table -------------------------------------------------------------
 
 
 async def test_preflight_failure(autojump_clock: trio.testing.MockClock) -> None:
@@ -2285,7 +2285,7 @@ async def test_not_live_agent_does_nothing(autojump_clock: trio.testing.MockCloc
         assert log.flushes == 0 and agent.texts == []
 
 
-# --- §11.9 disposal ---------------------------------------------------------------------------
+# --- schedule §11.9 disposal ------------------------------------------------------------------
 
 
 async def test_aclose_idempotent_concurrent_and_cancels_the_idle_wait(
@@ -2367,7 +2367,7 @@ def test_runtime_constructor_keywords() -> None:
 async def test_runtime_log_lines(
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # §11: the wording is diagnostic, but the lines go to the "schedule" logger at WARNING and
+    # schedule §11: the wording is diagnostic, but the lines go to the "schedule" logger at WARNING and
     # name the agent as compact JSON.
     log, agent, wall = fixture("2027-01-10T08:00:00.000Z", rec("a", "at", "2027-01-10T07:00:00.000Z"))
     agent.maintenance_error = RuntimeError("host bug")

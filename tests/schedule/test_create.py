@@ -1,4 +1,5 @@
-"""The pure constructors (§5) — every input error code and message, in check order — and ids (§3.4)."""
+"""The pure constructors (schedule §5) — every input error code and message, in check order —
+and ids (schedule §3.4)."""
 
 from __future__ import annotations
 
@@ -111,7 +112,7 @@ def test_after_range() -> None:
 
 
 def test_integral_floats_at_the_safe_bounds_are_safe_integers() -> None:
-    # §2.1: -MAX_SAFE <= v <= MAX_SAFE includes both ends for floats too (both are exact floats),
+    # schedule §2.1: -MAX_SAFE <= v <= MAX_SAFE includes both ends for floats too (both are exact floats),
     # so these pass the rule check and fail later, on range or frequency; one step past is not safe.
     assert error(create_after, "p", float(MAX_SAFE), NOW) == RANGE
     assert error(create_every, "p", -float(MAX_SAFE), NOW) == FREQ

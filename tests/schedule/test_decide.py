@@ -1,4 +1,4 @@
-"""Fixed-rate arithmetic (§7.1) and the due decision (§7.2)."""
+"""Fixed-rate arithmetic (schedule §7.1) and the due decision (schedule §7.2)."""
 
 from __future__ import annotations
 

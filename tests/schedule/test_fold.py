@@ -1,4 +1,5 @@
-"""The fold (§6.2), forks and ``seed_length`` (§6.3), and the append guard (§6.4)."""
+"""The fold (schedule §6.2), forks and ``seed_length`` (schedule §6.3), and the append guard
+(schedule §6.4)."""
 
 from __future__ import annotations
 
@@ -218,7 +219,7 @@ def test_fold_accepts_any_sequence() -> None:
 
 
 def test_reminders_fixture() -> None:
-    """fixtures/reminders-1.jsonl (host.md §3.11): the fold ends empty with two seen ids."""
+    """fixtures/reminders-1.jsonl (host §3.11): the fold ends empty with two seen ids."""
     path = FIXTURES / "reminders-1.jsonl"
     lines = path.read_bytes().splitlines()
     events = []

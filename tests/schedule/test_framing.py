@@ -1,4 +1,4 @@
-"""Framing texts (§11.4), ``compact_json`` (§11.5) and ``js_trim`` (§2.2)."""
+"""Framing texts (schedule §11.4), ``compact_json`` (schedule §11.5) and ``js_trim`` (schedule §2.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ScheduleQueue: the per-agent FIFO (spec schedule.md §9)."""
+"""ScheduleQueue: the per-agent FIFO (schedule §9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The v1 durable protocol: strict decoding (§3.5, §6.1), payload shapes (§3.2, §3.3), views (§10.8)."""
+"""The v1 durable protocol: strict decoding (schedule §3.5, schedule §6.1), payload shapes
+(schedule §3.2, schedule §3.3), views (schedule §10.8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The live runtime (spec schedule.md §11, E9, E11, E12, E14) under a mock trio clock.
+"""The live runtime (schedule §11, E9, E11, E12, E14) under a mock trio clock.
 
 The wall clock is derived from trio time (``EPOCH`` at trio time 0), so hours pass instantly.
 The shared journal records flushes, appends and the agent's claim/followup/release/busy.
@@ -183,7 +183,7 @@ async def test_one_shot_priority_then_batch_with_a_fresh_clock(autojump_clock: M
     assert session.changes()[-1]["acceptedAt"] == format_instant(EPOCH + 10_000)
 
 
-# -- timers and the wall clock (§11.6) ------------------------------------------------------
+# -- timers and the wall clock (schedule §11.6) ---------------------------------------------
 
 
 async def test_bounded_segments_re_read_the_wall_clock(autojump_clock: MockClock) -> None:
@@ -245,7 +245,7 @@ def occurrences(batch_text: str) -> list[str]:
     return [item["occurrence_at"] for item in json.loads(batch_text.split("reminders_json: ")[1])]
 
 
-# -- the failure table (§11.8) ---------------------------------------------------------------
+# -- the failure table (schedule §11.8) ------------------------------------------------------
 
 
 async def test_preflight_failure_no_dispatch_no_fault_no_timer(
@@ -370,7 +370,7 @@ class GoneOnClaim(FakeAgent):
 async def test_the_maintenance_task_does_nothing_for_an_agent_no_longer_live(
     autojump_clock: MockClock,
 ) -> None:
-    # §11.3 step 1: no refold, follow-up or dispatch; the task's False ends the step (no barrier).
+    # schedule §11.3 step 1: no refold, follow-up or dispatch; the task's False ends the step (no barrier).
     session = one_shot_log("2027-01-10T08:00:00.000Z")
     agent = GoneOnClaim(journal=session.journal)
     async with live(session, TrioWallClock(EPOCH), agent=agent) as rt:
@@ -545,7 +545,7 @@ async def test_requests_coalesce_into_one_drive_step(autojump_clock: MockClock) 
 async def test_an_agent_that_stops_being_live_during_the_preflight_is_not_claimed(
     autojump_clock: MockClock,
 ) -> None:
-    # §11.2 step 3: runnability is re-checked after the preflight's await.
+    # schedule §11.2 step 3: runnability is re-checked after the preflight's await.
     session = one_shot_log("2027-01-10T08:00:00.000Z")
     gate = session.hold_flush(1)
     async with live(session, TrioWallClock(EPOCH)) as rt:
@@ -596,7 +596,7 @@ async def test_an_agent_that_is_not_live_is_never_driven(autojump_clock: MockClo
     assert session.journal == []
 
 
-# -- disposal (§11.9) and settling -------------------------------------------------------------
+# -- disposal (schedule §11.9) and settling ----------------------------------------------------
 
 
 async def test_aclose_during_a_pending_idle_wait(autojump_clock: MockClock) -> None:
@@ -712,7 +712,7 @@ def test_segment_must_be_a_positive_int(segment: object) -> None:
         )
 
 
-# -- restart and delivery guarantee (§11.10) --------------------------------------------------
+# -- restart and delivery guarantee (schedule §11.10) -----------------------------------------
 
 
 async def test_overdue_after_restart_is_delivered_once_then_never_again(

@@ -1,4 +1,4 @@
-"""A 30-day timeline with restarts (spec schedule.md §7, §11.6, §11.10; issue 3).
+"""A 30-day timeline with restarts (schedule §7, schedule §11.6, schedule §11.10; issue 3).
 
 One session lives through four live windows separated by cold periods. Each restart is a fresh
 runtime over the durable log (``FakeSession.reopen``). The expected deliveries are derived from

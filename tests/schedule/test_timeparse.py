@@ -1,4 +1,5 @@
-"""Canonical instants (§2.3), strict `at` strings (§5.2) and the range/future check (§5.5)."""
+"""Canonical instants (schedule §2.3), strict `at` strings (schedule §5.2) and the range/future
+check (schedule §5.5)."""
 
 from __future__ import annotations
 

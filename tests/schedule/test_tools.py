@@ -1,6 +1,6 @@
-"""The schedule tools (spec schedule.md §10, E1–E2, E7, E13) over the in-memory doubles.
+"""The schedule tools (schedule §10, E1–E2, E7, E13) over the in-memory doubles.
 
-Expected values are copied from the spec's text; counts are (flushes, notifications).
+Expected values are copied from the text of docs/schedule.md; counts are (flushes, notifications).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def error(code: str, message: str) -> str:
     return compact_json({"code": code, "message": message})
 
 
-# -- specs (§10.1, §10.2) ---------------------------------------------------------------------
+# -- specs (schedule §10.1, schedule §10.2) ---------------------------------------------------
 
 CREATE_SCHEMA = """{"type":"object","properties":{
  "prompt":{"type":"string","description":"Reminder content to present when the target becomes due."},
@@ -90,7 +90,7 @@ async def test_specs_names_descriptions_and_schemas_byte_for_byte() -> None:
     assert create.description == CREATE_DESCRIPTION
     assert list_.description == LIST_DESCRIPTION
     assert delete.description == DELETE_DESCRIPTION
-    # json.loads keeps the spec's key order, so this compares keys, values and order.
+    # json.loads keeps the documented key order, so this compares keys, values and order.
     assert compact_json(create.parameters) == compact_json(json.loads(CREATE_SCHEMA))
     assert compact_json(list_.parameters) == '{"type":"object","properties":{}}'
     assert compact_json(delete.parameters) == (
@@ -116,7 +116,7 @@ async def test_specs_are_fresh_values() -> None:
     assert rig.tools.specs()[0].parameters["required"] == ["prompt"]
 
 
-# -- create (§10.5, E1, E2) -------------------------------------------------------------------
+# -- create (schedule §10.5, E1, E2) ----------------------------------------------------------
 
 
 async def test_e1_create_after() -> None:
@@ -283,7 +283,7 @@ async def test_e13_create_with_failing_barrier_then_a_list_arms_it() -> None:
     assert rig.counts() == (3, 2)
 
 
-# -- list (§10.6, §10.8) ------------------------------------------------------------------------
+# -- list (schedule §10.6, schedule §10.8) ------------------------------------------------------
 
 
 async def test_list_empty_and_unknown_keys_ignored() -> None:
@@ -324,7 +324,7 @@ async def test_list_with_failing_preflight() -> None:
     assert rig.counts() == (1, 0)
 
 
-# -- delete (§10.7, E7) -------------------------------------------------------------------------
+# -- delete (schedule §10.7, E7) ----------------------------------------------------------------
 
 
 async def test_delete_actual_then_not_found() -> None:
@@ -383,7 +383,7 @@ async def test_e7_fork_child_ignores_the_parent_prefix() -> None:
     assert json.loads(await rig.create({"prompt": "mine", "after_seconds": 60}))["id"] == "schedule-1"
 
 
-# -- corrupt logs and internal errors (§10.9, E13) ----------------------------------------------
+# -- corrupt logs and internal errors (schedule §10.9, E13) -------------------------------------
 
 
 async def test_e13_corrupt_log_after_the_seed() -> None:
@@ -473,7 +473,7 @@ async def test_observer_failure_is_logged_and_does_not_change_the_result(
     assert caplog.text.count("schedule: durable-change observer failed: observer broke") == 2
 
 
-# -- schema stage (§10.3) -----------------------------------------------------------------------
+# -- schema stage (schedule §10.3) --------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -506,7 +506,7 @@ async def test_observer_failure_is_logged_and_does_not_change_the_result(
     ],
 )
 async def test_create_schema_violations_raise(args: Any, message: str) -> None:
-    # The messages follow the host's `<path>: <problem>` form (host.md §3.7).
+    # The messages follow the host's `<path>: <problem>` form (host §3.7).
     rig = Rig()
     with pytest.raises(InvalidToolArguments) as caught:
         await rig.tools.schedule_create(args, caller=rig.agent)
@@ -536,7 +536,7 @@ async def test_schema_stage_precedes_the_owner_check() -> None:
         await rig.tools.schedule_create({}, caller=FakeAgent("other"))
 
 
-# -- the queue and cancellation (§10.4) ---------------------------------------------------------
+# -- the queue and cancellation (schedule §10.4) ------------------------------------------------
 
 
 async def test_concurrent_transactions_run_in_arrival_order() -> None:

@@ -1,7 +1,7 @@
 """The tools and the runtime over a real ``eventlog`` session in a temporary directory.
 
 Real files, real fsync; the wall clock (also eventlog's clock) is derived from a mock trio clock.
-Wired as the host does it (schedule.md §9, host.md §5.2), including the optional append guard.
+Wired as the host does it (schedule §9, host §5.2), including the optional append guard.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Test doubles for timecontext: a tiny event type, a wall clock, and a host that appends
-a step the way host.md does (timecontext.md §3.2 item 4)."""
+a step the way the host does (time-context §3.2 item 4)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from timecontext import Decision, Enter, PreStep, PreStepHook
 
 B = 1770724800000
-"""2026-02-10T12:00:00.000Z, the base instant of timecontext.md §14."""
+"""2026-02-10T12:00:00.000Z, the base instant of time-context §14."""
 
 
 @dataclass(frozen=True, slots=True)

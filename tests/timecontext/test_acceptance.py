@@ -1,9 +1,9 @@
-"""Acceptance audit of timecontext against its contract (spec timecontext.md §1-§14) and of the
-shared zone canonicaliser it relies on (schedule.md §5.4.1, host.md §4.3.2).
+"""Acceptance audit of timecontext against its contract (time-context §1-14) and of the
+shared zone canonicaliser it relies on (schedule §5.4.1, host §4.3.2).
 
 Written as an outside tester would: only public names (``from timecontext import ...``,
 ``schedule.canonicalize_time_zone``, ``eventlog``), with every expected value copied from the
-spec text or derived from it by hand (or from the standard library, never from timecontext).
+text of docs/time-context.md or derived from it by hand (or from the standard library, never from timecontext).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from timecontext import (
     validate_readings,
 )
 
-B = 1770724800000  # 2026-02-10T12:00:00.000Z (§14)
+B = 1770724800000  # 2026-02-10T12:00:00.000Z (time-context §14)
 MAX_SAFE = 2**53 - 1
 
 UNIQUE = ("Client time zone for this request: {}. "
@@ -86,7 +86,7 @@ class Ev:
 
 @dataclass(frozen=True)
 class StrictEv(Ev):
-    """An event whose data may be read only for the types the hook inspects (§3.1)."""
+    """An event whose data may be read only for the types the hook inspects (time-context §3.1)."""
 
     def value(self) -> Any:
         assert self.type in ("turn/start", "user/message"), f"value() read on {self.type}"
@@ -125,7 +125,8 @@ class Log:
 
 
 def U(rpc: str, zone: str | None = None) -> dict[str, Any]:
-    """§14: a user message with source ``{"kind":"user","rpcId":rpc[,"clientTimeZone":zone]}``."""
+    """time-context §14: a user message with source
+    ``{"kind":"user","rpcId":rpc[,"clientTimeZone":zone]}``."""
     source: dict[str, Any] = {"kind": "user", "rpcId": rpc}
     if zone is not None:
         source["clientTimeZone"] = zone
@@ -137,7 +138,7 @@ def with_source(source: Any) -> dict[str, Any]:
 
 
 def reading_data(text: str) -> dict[str, Any]:
-    """§11, written out by hand."""
+    """time-context §11, written out by hand."""
     return {
         "role": "user",
         "source": {"kind": "plugin", "plugin": "time-context", "form": "snapshot",
@@ -165,7 +166,7 @@ def reading_text(decision: Any) -> str:
     return last["content"][0]["text"]
 
 
-# --- §3.1, §8.4: public names and shapes --------------------------------------------------------
+# --- time-context §3.1, time-context §8.4: public names and shapes ------------------------------
 
 
 def test_error_classes_are_value_errors() -> None:
@@ -244,7 +245,7 @@ def test_zone_shape_is_the_spec_pattern() -> None:
     assert ZONE_SHAPE.flags & re.ASCII
 
 
-# --- §4, §11: reading text and message ----------------------------------------------------------
+# --- time-context §4, time-context §11: reading text and message --------------------------------
 
 
 def test_policy_lines() -> None:
@@ -278,7 +279,7 @@ def test_render_reading_lines() -> None:
 
 
 def test_elapsed_comes_from_milliseconds_not_rendered_clocks() -> None:
-    # §6: baseline at …:00.999 and now at …:01.998 give 0s
+    # time-context §6: baseline at …:00.999 and now at …:01.998 give 0s
     text = render_reading(1, 2, B + 1998, (), "UTC", B + 999)
     assert text.endswith("Elapsed since the preceding step context: 0s.")
     assert "2026-02-10T12:00:01+00:00[UTC]" in text
@@ -294,7 +295,7 @@ def test_reading_message_is_exact() -> None:
     assert list(message["content"][0]) == ["type", "text"]
 
 
-# --- §5: timestamps ----------------------------------------------------------------------------
+# --- time-context §5: timestamps ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -379,7 +380,7 @@ def test_timestamp_agrees_with_zoneinfo(epoch_ms: int, zone: str) -> None:
     assert label == zone
 
 
-# --- §6: durations ------------------------------------------------------------------------------
+# --- time-context §6: durations -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -409,7 +410,7 @@ def test_duration_parses_back(elapsed: int) -> None:
     assert ((d * 24 + h) * 60 + m) * 60 + s == max(elapsed, 0) // 1000
 
 
-# --- §7: client zones ---------------------------------------------------------------------------
+# --- time-context §7: client zones --------------------------------------------------------------
 
 
 def test_e5_counting() -> None:
@@ -515,7 +516,7 @@ def test_zones_sort_by_code_point() -> None:
         "America/Argentina/Buenos_Aires", "America/New_York", "Asia/Tokyo", "Etc/GMT+5", "UTC")
 
 
-# --- §3.3: the hook algorithm -------------------------------------------------------------------
+# --- time-context §3.3: the hook algorithm ------------------------------------------------------
 
 
 def test_reject_cancel_and_empty_first_batch_return_the_decision_without_reading_the_clock() -> None:
@@ -587,7 +588,7 @@ def test_one_instance_serves_sessions_independently() -> None:
     assert isinstance(hook.pre_step(b.pre(1, 1), d), Enter)
 
 
-# --- §14 worked examples E1-E4 through the hook ------------------------------------------------
+# --- time-context §14 worked examples E1-E4 through the hook -----------------------------------
 
 
 def e1_log() -> Log:
@@ -734,7 +735,7 @@ def test_gate_looks_at_the_whole_log(where: str, reading_time: int | None, now: 
     assert len(make(Clock(now)).pre_step(log.pre(2, 1), decision).messages) == 2  # type: ignore[union-attr]
 
 
-# --- §7.1, §7.3 through the hook ----------------------------------------------------------------
+# --- time-context §7.1, time-context §7.3 through the hook --------------------------------------
 
 
 def policy_of(log: Log, turn: int, step: int, batch: tuple[Any, ...],
@@ -810,7 +811,7 @@ def test_display_zone_unique_versus_fallback() -> None:
                             "2026-02-10T14:00:00+02:00[Europe/Kyiv]\n")
 
 
-# --- §9: baselines ------------------------------------------------------------------------------
+# --- time-context §9: baselines -----------------------------------------------------------------
 
 
 def elapsed_of(log: Log, turn: int, step: int, now: int) -> str:
@@ -862,7 +863,7 @@ def test_later_step_walk_crosses_other_turns_starts() -> None:
     assert elapsed_of(empty, 5, 2, B) == "Elapsed since the preceding step context: unavailable."
 
 
-# --- §8.2, §8.3, §10: construction --------------------------------------------------------------
+# --- time-context §8.2, time-context §8.3, time-context §10: construction -----------------------
 
 
 @pytest.mark.parametrize(
@@ -931,7 +932,7 @@ def test_refused_configured_string_is_raised_from_the_canonicaliser_error(value:
         canonicalize_time_zone(value)
 
 
-# --- §8.2 process zone, E7 ----------------------------------------------------------------------
+# --- time-context §8.2 process zone, E7 ---------------------------------------------------------
 
 
 def zoneinfo_tree(root: Path, *names: str) -> Path:
@@ -1066,7 +1067,7 @@ def test_default_environ_is_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
         TimeContext(Clock(), canonicalize=canonicalize_time_zone)
 
 
-# --- §13: replay validator ----------------------------------------------------------------------
+# --- time-context §13: replay validator ---------------------------------------------------------
 
 OK_TEXT = (
     "Time sampled while preparing turn 1, step 1: 2026-02-10T12:00:00+00:00[UTC]\n"
@@ -1448,7 +1449,7 @@ def test_validator_never_writes_and_accepts_hook_output_across_turns() -> None:
     assert [e.raw for e in log.events] == before
 
 
-# --- §11, E8: the logged line through a real eventlog session -----------------------------------
+# --- time-context §11, E8: the logged line through a real eventlog session ----------------------
 
 E8_LINE = (
     '{"type":"user/message","seq":11,"time":1770724800412,"data":{"id":"msg-6","role":"user","source":{"kind":"plugin","plugin":"time-context","form":"snapshot","sections":[{"name":"time-context","text":"Time sampled while preparing turn 2, step 1: 2026-02-10T13:00:00+01:00[Europe/Berlin]\\nClient time zone for this request: Europe/Berlin. Interpret otherwise-unqualified dates and times in this zone.\\nElapsed since the preceding model-visible message: 1m 30s."}]},"content":[{"type":"text","text":"Time sampled while preparing turn 2, step 1: 2026-02-10T13:00:00+01:00[Europe/Berlin]\\nClient time zone for this request: Europe/Berlin. Interpret otherwise-unqualified dates and times in this zone.\\nElapsed since the preceding model-visible message: 1m 30s."}]},"surfaceOp":"append"}'
@@ -1497,7 +1498,7 @@ async def test_e8_logged_line(tmp_path: Path) -> None:
     assert validate_readings(events, canonicalize_time_zone) == ReadingReport(2, 0, ())
 
 
-# --- §12: the shared canonicaliser (schedule.md §5.4.1, §13 E5; host.md §4.3.2) -----------------
+# --- time-context §12: the shared canonicaliser (schedule §5.4.1, schedule §13 E5; host §4.3.2) ---
 
 
 @pytest.mark.parametrize(
@@ -1539,7 +1540,7 @@ def test_canonicaliser_refuses_non_strings(value: Any) -> None:
 
 
 def assert_canonical(result: str) -> None:
-    """The §12 properties: idempotent, and the result passes §7.2's three checks."""
+    """The time-context §12 properties: idempotent, and the result passes time-context §7.2's three checks."""
     assert canonicalize_time_zone(result) == result
     assert result == "UTC" or ZONE_SHAPE.fullmatch(result)
     assert client_zones([U("r", result)], canonicalize_time_zone) == (result,)

@@ -1,4 +1,4 @@
-"""The package boundary (timecontext.md §2, §8.4): imports and public names."""
+"""The package boundary (time-context §2, time-context §8.4): imports and public names."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The pre-step hook: construction, the algorithm of §3.3, baselines, the gate (§8-§10, §14)."""
+"""The pre-step hook: construction, the algorithm of time-context §3.3, baselines, the gate
+(time-context §8-10, time-context §14)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def close_turn(s: Session, turn: int, step: int, time: int) -> None:
     s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}}, time)
 
 
-# --- §8.3, §10 construction -----------------------------------------------------------------
+# --- time-context §8.3, time-context §10 construction ---------------------------------------
 
 @pytest.mark.parametrize(
     ("value", "shown"),
@@ -79,7 +80,7 @@ HUGE = 10**5000  # past sys.get_int_max_str_digits(), where str() of an int rais
     ids=["huge", "minus-huge"],
 )
 def test_a_huge_interval_is_named_in_decimal(value: int, shown: str) -> None:
-    # §10: "decimal for an int". str() refused it, so construction raised a bare ValueError
+    # time-context §10: "decimal for an int". str() refused it, so construction raised a bare ValueError
     # about Python's digit limit instead of TimeContextConfigError.
     with pytest.raises(TimeContextConfigError) as caught:
         make(refresh_interval_ms=value)
@@ -128,7 +129,7 @@ def _cycle() -> list[object]:
     ids=["huge", "huge-in-list", "tuple-key", "cycle"],
 )
 def test_a_configured_zone_json_cannot_write_is_still_a_config_error(value: object) -> None:
-    # §8.3: any non-str timeZone is refused with TimeContextConfigError. Building <q> with
+    # time-context §8.3: any non-str timeZone is refused with TimeContextConfigError. Building <q> with
     # json.dumps raised ValueError (digit limit, cycle) or TypeError (tuple key) instead.
     with pytest.raises(TimeContextConfigError, match=r"^time-context: invalid IANA timeZone "):
         make(time_zone=value)
@@ -202,7 +203,7 @@ def test_time_context_is_a_pre_step_hook() -> None:
     assert callable(hook.pre_step)
 
 
-# --- §3.3 steps 1, 2 and 6 ----------------------------------------------------------------------
+# --- time-context §3.3 steps 1, 2 and 6 ---------------------------------------------------------
 
 def started(turn: int = 1) -> Session:
     s = Session()
@@ -249,7 +250,7 @@ def test_an_empty_continuation_gets_a_reading_and_one_clock_sample() -> None:
 
 @pytest.mark.parametrize("now", [B + 0.5, float("nan"), True, "1770724800000", None])
 def test_a_clock_that_returns_no_integer_is_a_type_error(now: object) -> None:
-    # §3.1: the clock gives integer epoch ms. A float used to render "0.0s"-style durations or
+    # time-context §3.1: the clock gives integer epoch ms. A float used to render "0.0s"-style durations or
     # pass the gate silently; NaN and str failed deep inside datetime or the gate arithmetic.
     hook, s = make(ManualClock(now)), started()  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^time-context: clock\.now_ms\(\) must return an int"):
@@ -281,7 +282,7 @@ def test_one_instance_serves_every_session() -> None:
     assert lines(got)[1] == MISSING
 
 
-# --- §14 worked examples --------------------------------------------------------------------
+# --- time-context §14 worked examples -------------------------------------------------------
 
 def e1_session() -> tuple[Session, TimeContext]:
     s = Session(ManualClock(B - 120000))
@@ -382,7 +383,7 @@ def test_e4_interval_gate() -> None:
     ]
 
 
-# --- §10 the gate ---------------------------------------------------------------------------
+# --- time-context §10 the gate --------------------------------------------------------------
 
 def test_gate_with_no_reading_in_the_log_injects() -> None:
     s = started()
@@ -458,7 +459,7 @@ def test_gate_skipped_reading_moves_the_later_baseline_back() -> None:
         "Elapsed since the preceding step context: 5m 1s."
 
 
-# --- §9 baselines -------------------------------------------------------------------------
+# --- time-context §9 baselines ------------------------------------------------------------
 
 @pytest.mark.parametrize(
     "kind", ["user/message", "assistant/message", "tool/result"]
@@ -502,7 +503,7 @@ def test_later_step_walks_past_other_turn_starts() -> None:
         "Elapsed since the preceding step context: 7s."
 
 
-# --- §7 which turn's messages count --------------------------------------------------------
+# --- time-context §7 which turn's messages count -------------------------------------------
 
 def test_zones_of_earlier_turns_and_queued_follow_ups_never_count() -> None:
     s, hook = e1_session()

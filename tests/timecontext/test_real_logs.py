@@ -1,4 +1,5 @@
-"""timecontext over logs read by eventlog: real ``eventlog.Event`` values (timecontext.md §3.1, §13)."""
+"""timecontext over logs read by eventlog: real ``eventlog.Event`` values (time-context §3.1,
+time-context §13)."""
 
 from __future__ import annotations
 

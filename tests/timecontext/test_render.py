@@ -1,4 +1,4 @@
-"""Reading text, timestamps, durations and the logged message (timecontext.md §4-§6, §11)."""
+"""Reading text, timestamps, durations and the logged message (time-context §4-6, time-context §11)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def utc_ms(year: int, month: int, day: int, hour: int = 0, minute: int = 0,
     return calendar.timegm((year, month, day, hour, minute, second)) * 1000
 
 
-# --- §5: the table of the spec, then DST, odd offsets, truncation, ranges -----------------
+# --- time-context §5: its table, then DST, odd offsets, truncation, ranges ----
 
 @pytest.mark.parametrize(
     ("epoch_ms", "zone", "rendered"),
@@ -151,7 +151,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def test_format_timestamp_agrees_with_zoneinfo(seconds: int, millis: int, zone: str) -> None:
     wall = (_EPOCH + timedelta(seconds=seconds)).astimezone(zoneinfo.ZoneInfo(zone))
     # isoformat pads the year to four digits, writes a zero offset as +00:00 and adds the
-    # offset's seconds when it has some: the format of §5 once microseconds are zero.
+    # offset's seconds when it has some: the format of time-context §5 once microseconds are zero.
     assert format_timestamp(seconds * 1000 + millis, zone) == f"{wall.isoformat()}[{zone}]"
 
 
@@ -159,13 +159,13 @@ def test_format_timestamp_agrees_with_zoneinfo(seconds: int, millis: int, zone: 
     "epoch_ms", [B + 0.5, float(B), float("nan"), float("inf"), True, "1", None]
 )
 def test_format_timestamp_takes_only_integer_milliseconds(epoch_ms: object) -> None:
-    # §5 formats an integer instant; a float would be truncated silently and NaN used to
+    # time-context §5 formats an integer instant; a float would be truncated silently and NaN used to
     # fail deep in datetime with "cannot convert float NaN to integer".
     with pytest.raises(TypeError, match=r"^format_timestamp: epoch_ms must be an int, got "):
         format_timestamp(epoch_ms, "UTC")  # type: ignore[arg-type]
 
 
-# --- §6 durations --------------------------------------------------------------------------
+# --- time-context §6 durations -------------------------------------------------------------
 
 @pytest.mark.parametrize(
     ("elapsed_ms", "text"),
@@ -189,8 +189,8 @@ def test_duration_comes_from_the_millisecond_difference() -> None:
     "elapsed_ms", [90150.0, 1.5, float("nan"), float("-inf"), False, "5", None]
 )
 def test_format_duration_takes_only_integer_milliseconds(elapsed_ms: object) -> None:
-    # §6 works in integer ms, never floats: 90150.0 rendered as "1.0m 30.0s" and NaN as "nans",
-    # text the validator's own pattern (§13 check 2) refuses.
+    # time-context §6 works in integer ms, never floats: 90150.0 rendered as "1.0m 30.0s" and NaN as "nans",
+    # text the validator's own pattern (time-context §13 check 2) refuses.
     with pytest.raises(TypeError, match=r"^format_duration: elapsed_ms must be an int, got "):
         format_duration(elapsed_ms)  # type: ignore[arg-type]
 
@@ -216,7 +216,7 @@ def test_format_duration_is_monotonic_and_parses_back(a: int, b: int) -> None:
     assert parse_duration(format_duration(low)) <= parse_duration(format_duration(high))
 
 
-# --- §4 policy line and reading text -----------------------------------------------------
+# --- time-context §4 policy line and reading text ----------------------------------------
 
 UNIQUE = ("Client time zone for this request: Europe/Berlin. "
           "Interpret otherwise-unqualified dates and times in this zone.")
@@ -276,7 +276,7 @@ def test_reading_later_step_without_baseline_and_backward_clock() -> None:
     ]
 
 
-# --- §11 the message ---------------------------------------------------------------------
+# --- time-context §11 the message --------------------------------------------------------
 
 def test_reading_message_shape() -> None:
     text = "Time sampled…\nline 2\nline 3."

@@ -1,4 +1,4 @@
-"""The replay validator (timecontext.md §13)."""
+"""The replay validator (time-context §13)."""
 
 from __future__ import annotations
 
@@ -201,7 +201,7 @@ class Decoded:
 
 
 def test_check_4_names_a_huge_fold_value_in_decimal() -> None:
-    # value() may give any int (§3.1); naming one longer than str() converts with json.dumps
+    # value() may give any int (time-context §3.1); naming one longer than str() converts with json.dumps
     # raised Python's digit-limit ValueError, which escaped validate_readings and aborted the
     # whole log's validation.
     huge = 10**5000 - 1

@@ -1,4 +1,5 @@
-"""Client zones of the open turn and the process zone (timecontext.md §7, §8.2, §12)."""
+"""Client zones of the open turn and the process zone (time-context §7, time-context §8.2,
+time-context §12)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from .support import ManualClock, U
 SYSTEM_FAILED = "time-context: failed to resolve the system time zone"
 
 
-# --- §7.1 which messages count -----------------------------------------------------------
+# --- time-context §7.1 which messages count ----------------------------------------------
 
 def test_e5_counting() -> None:
     messages = [
@@ -92,7 +93,7 @@ def test_zones_are_sorted_by_code_point_and_deduplicated() -> None:
                       "Etc/GMT+5", "Europe/Berlin", "UTC")
 
 
-# --- §7.2 validation -----------------------------------------------------------------------
+# --- time-context §7.2 validation ----------------------------------------------------------
 
 @pytest.mark.parametrize(
     ("value", "message"),
@@ -170,7 +171,7 @@ def test_zone_shape_needs_fullmatch() -> None:
     assert not ZONE_SHAPE.fullmatch("1Asia/Tokyo")
 
 
-# --- §12 the properties timecontext relies on -----------------------------------------------
+# --- time-context §12 the properties timecontext relies on ----------------------------------
 
 def test_every_zone_shaped_name_canonicalises_to_a_value_that_passes_every_check() -> None:
     """time-context §12: every available zone name that passes the shape gate is accepted, in any
@@ -193,7 +194,7 @@ def test_every_zone_shaped_name_canonicalises_to_a_value_that_passes_every_check
     assert accepted > 400  # tzdata holds about 550 Area/Location names
 
 
-# --- §8.2 process zone --------------------------------------------------------------------
+# --- time-context §8.2 process zone -------------------------------------------------------
 
 def link(tmp_path: Path, target: str, name: str = "localtime") -> str:
     path = tmp_path / name
@@ -251,8 +252,8 @@ def test_e7_tz_that_names_no_zone_fails(tmp_path: Path, tz: str) -> None:
 def test_a_tz_the_os_cannot_take_fails_like_any_tz_that_names_no_zone(
     tmp_path: Path, tz: Any
 ) -> None:
-    # §8.2 rule 1 / §8.3: a TZ path with a NUL byte or an unencodable lone surrogate made
-    # os.path.realpath raise ValueError/UnicodeEncodeError, and a non-str TZ AttributeError,
+    # time-context §8.2 rule 1 / time-context §8.3: a TZ path with a NUL byte or an unencodable
+    # lone surrogate made os.path.realpath raise ValueError/UnicodeEncodeError, and a non-str TZ AttributeError,
     # instead of the documented failure (sampled_zone crashed instead of giving None).
     path = link(tmp_path, "/usr/share/zoneinfo/Europe/Berlin")
     with pytest.raises(TimeContextConfigError) as caught:
