@@ -114,28 +114,8 @@ def _safe_positive(digits: str) -> int | None:
     return value if value <= MAX_SAFE_INTEGER else None
 
 
-def _check(
-    events: Sequence[EventLike],
-    end: int,
-    event: EventLike,
-    data: Any,
-    canonicalize: ZoneCanonicalizer,
-) -> None:
-    data = data if isinstance(data, Mapping) else {}
-    # 1. one text block
-    text = _text_block(data.get("content"))
-    if text is None:
-        raise ReadingInvariantError(_ONE_TEXT_BLOCK)
-    # 2. durable format
-    match = _READING.fullmatch(text)
-    if match is None:
-        raise ReadingInvariantError(_FORMAT)
-    stamp, zone_label, policy, phrase = match[3], match[4], match[5], match[6]
-    # 3. safe turn and step
-    turn, step = _safe_positive(match[1]), _safe_positive(match[2])
-    if turn is None or step is None:
-        raise ReadingInvariantError(_SAFE_TURN_STEP)
-    # 4. position inside the open step, before its request
+def _check_position(events: Sequence[EventLike], end: int, turn: int, step: int) -> None:
+    """Check 4: the reading lies inside the open step ``turn``/``step``, before its request."""
     at = position(events, end)
     if at.turn is None:
         raise ReadingInvariantError(_OUTSIDE_TURN)
@@ -148,37 +128,66 @@ def _check(
             f"time-context reading names turn {turn}/step {step}, "
             f"expected turn {json_text(at.turn)}/step {json_text(at.step)}"
         )
-    # 5. exact snapshot source
-    if not _exact_source(data.get("source"), text):
-        raise ReadingInvariantError(_SOURCE)
-    # 6. client-zone line re-derived from the turn's user messages (ClientZoneError propagates)
-    zones = client_zones(open_turn(events, end, turn).messages, canonicalize)
-    if policy != policy_line(zones):
-        raise ReadingInvariantError(_POLICY)
-    # 7. baseline phrase
-    if (phrase == STEP_ONE_BASELINE) != (step == 1):
-        raise ReadingInvariantError(
-            f'time-context step {step} uses the wrong elapsed-time baseline "{phrase}"'
-        )
-    # 8. the timestamp parses and does not postdate the event
+
+
+def _durable_instant(stamp: str, time: object) -> int:
+    """Check 8: the instant of the rendered ``stamp`` in ms, which the event's append ``time``
+    (a safe integer) does not precede."""
     try:
         instant_ms = (datetime.fromisoformat(stamp) - _EPOCH) // timedelta(milliseconds=1)
     except (ValueError, OverflowError):
         raise ReadingInvariantError(_TIMESTAMP) from None
-    time = event.time
     if type(time) is not int or abs(time) > MAX_SAFE_INTEGER or time < instant_ms:
         raise ReadingInvariantError(_TIMESTAMP)
-    # 9. a unique zone must be the one the clock is shown in
-    if len(zones) == 1:
-        try:
-            expected = format_timestamp(instant_ms, zones[0])
-        except Exception as exc:
-            raise ReadingInvariantError(
-                "time-context client zone cannot format its durable timestamp: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        if expected != f"{stamp}[{zone_label}]":
-            raise ReadingInvariantError(_UNIQUE_ZONE)
+    return instant_ms
+
+
+def _check_unique_zone(instant_ms: int, zone: str, rendered: str) -> None:
+    """Check 9: with a unique client zone, the clock is shown in that zone."""
+    try:
+        expected = format_timestamp(instant_ms, zone)
+    except Exception as exc:
+        raise ReadingInvariantError(
+            "time-context client zone cannot format its durable timestamp: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if expected != rendered:
+        raise ReadingInvariantError(_UNIQUE_ZONE)
+
+
+def _check(
+    events: Sequence[EventLike],
+    end: int,
+    event: EventLike,
+    data: Any,
+    canonicalize: ZoneCanonicalizer,
+) -> None:
+    """Checks 1-9 of time-context §13 in order, for a reading whose prefix is ``events[:end]``."""
+    data = data if isinstance(data, Mapping) else {}
+    text = _text_block(data.get("content"))
+    if text is None:  # 1. one text block
+        raise ReadingInvariantError(_ONE_TEXT_BLOCK)
+    match = _READING.fullmatch(text)
+    if match is None:  # 2. durable format
+        raise ReadingInvariantError(_FORMAT)
+    stamp, zone_label, policy, phrase = match[3], match[4], match[5], match[6]
+    turn, step = _safe_positive(match[1]), _safe_positive(match[2])
+    if turn is None or step is None:  # 3. safe turn and step
+        raise ReadingInvariantError(_SAFE_TURN_STEP)
+    _check_position(events, end, turn, step)  # 4.
+    if not _exact_source(data.get("source"), text):  # 5. exact snapshot source
+        raise ReadingInvariantError(_SOURCE)
+    # 6. the client-zone line re-derived from the turn's user messages (ClientZoneError propagates)
+    zones = client_zones(open_turn(events, end, turn).messages, canonicalize)
+    if policy != policy_line(zones):
+        raise ReadingInvariantError(_POLICY)
+    if (phrase == STEP_ONE_BASELINE) != (step == 1):  # 7. baseline phrase
+        raise ReadingInvariantError(
+            f'time-context step {step} uses the wrong elapsed-time baseline "{phrase}"'
+        )
+    instant_ms = _durable_instant(stamp, event.time)  # 8.
+    if len(zones) == 1:  # 9.
+        _check_unique_zone(instant_ms, zones[0], f"{stamp}[{zone_label}]")
 
 
 def check_reading(

@@ -1,6 +1,6 @@
 """Benchmark of ``TimeContext.pre_step`` on a session of 100k events (run by hand).
 
-    cd /work/main && .venv/bin/python -m tests.bench.bench_timecontext [--events N] [--calls N]
+    .venv/bin/python -m tests.bench.bench_timecontext [--events N] [--calls N]   (from the project root)
 
 Events are real ``eventlog.Event`` values (data kept as raw JSON bytes, decoded by ``value()``,
 as in a log read from disk). Each scenario prints p50/p99 per call next to baselines measured in
