@@ -211,6 +211,7 @@ class App {
   navigate(path, { replace = false } = {}) {
     if (replace) history.replaceState(null, '', path);
     else if (path !== location.pathname + location.search) history.pushState(null, '', path);
+    if (window.matchMedia('(max-width: 900px)').matches) this.toggleNav(false);
     this.route();
   }
 
@@ -322,7 +323,6 @@ class App {
       if (url.origin !== location.origin) return;
       event.preventDefault();
       this.navigate(url.pathname + url.search);
-      if (window.matchMedia('(max-width: 900px)').matches) this.toggleNav(false);
     });
     window.addEventListener('popstate', () => this.route());
     document.addEventListener('visibilitychange', () => {
@@ -341,7 +341,8 @@ class App {
     window.addEventListener('unhandledrejection', (event) => this.bug(event.reason));
   }
 
-  // Escape closes the disclosure that holds the focus (or whose toggle has it), else the chip's.
+  // Escape closes the disclosure that holds the focus (or whose toggle has it), else the chip's
+  // panel, else the sessions list opened over the page on a narrow screen.
   closeDisclosure() {
     const active = document.activeElement;
     const holder = active?.closest?.('.disclosure');
@@ -356,6 +357,11 @@ class App {
       chip.setAttribute('aria-expanded', 'false');
       $('reminder-panel').hidden = true;
       chip.focus();
+      return;
+    }
+    if ($('nav-toggle').getAttribute('aria-expanded') === 'true') {
+      this.toggleNav(false);
+      $('nav-toggle').focus();
     }
   }
 

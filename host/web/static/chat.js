@@ -242,7 +242,6 @@ class Conversation {
   applyLive(events) {
     const fresh = events.filter((e) => this.events.length === 0 || e.seq > this.events[this.events.length - 1].seq);
     if (fresh.length === 0) return;
-    const follow = this.chat.atBottom();
     this.events.push(...fresh);
     this.exists = true;
     this.removeUnfinished();
@@ -255,8 +254,10 @@ class Conversation {
     this.renderUnfinished();
     this.renderQueue();
     this.chat.metrics.painted(this.sessionId, fresh);
-    if (follow) this.chat.scrollToBottom();
-    if (this.chat.current === this) this.chat.refreshChrome(this);
+    if (this.chat.current === this) {
+      this.chat.follow();
+      this.chat.refreshChrome(this);
+    }
   }
 
   applyInbox(event) {
@@ -291,7 +292,7 @@ class Conversation {
     this.rowsEl.replaceChildren(...out);
     this.renderUnfinished();
     this.renderQueue();
-    this.chat.scrollToBottom();
+    if (this.chat.current === this) this.chat.scrollToBottom();
     this.chat.metrics.firstPaint(this.sessionId);
   }
 
@@ -301,14 +302,18 @@ class Conversation {
     this.olderLoading = true;
     try {
       let from = this.olderStart();
-      if (from === null && this.firstSeq > 0) {
+      while (from === null) {
         const result = await this.feed.older(this.firstSeq, TAIL_LIMIT);
         if (this.state !== 'ready') return;
-        this.events.unshift(...result.events.filter((e) => e.seq < this.firstSeq));
-        this.renderedFrom += result.events.length;
+        const older = result.events.filter((e) => e.seq < this.firstSeq);
+        if (older.length === 0) {
+          from = 0;
+          break;
+        }
+        this.events.unshift(...older);
+        this.renderedFrom += older.length;
         from = this.olderStart();
       }
-      if (from === null) from = 0;
       if (from >= this.renderedFrom) return;
       const ctx = turnContext();
       const out = [];
@@ -338,7 +343,7 @@ class Conversation {
 
   renderEvent(event, ctx, out, live) {
     const data = event.data ?? {};
-    const view = { now: this.chat.now, timeZone: this.chat.zone };
+    const view = { now: this.chat.now };
     switch (event.type) {
       case 'turn/start':
         Object.assign(ctx, turnContext(event));
@@ -398,8 +403,6 @@ class Conversation {
         out.push(retryRow(event));
         break;
       case 'turn/end': {
-        const aborted = data.reason?.kind === 'aborted';
-        if (live) this.settleDeltas(data.turn, aborted);
         out.push(
           turnEndRow(event, {
             ...view,
@@ -408,6 +411,7 @@ class Conversation {
             onFork: (seq, button) => this.chat.fork(this.sessionId, seq, button),
           }),
         );
+        if (live) out.push(...this.settleDeltas(data.turn, data.reason?.kind === 'aborted'));
         ctx.open = false;
         break;
       }
@@ -448,18 +452,16 @@ class Conversation {
     if (block === undefined) {
       block = { turn, step, row: deltaRow(turn, step), text: '', frame: 0, received: [] };
       this.deltas.set(key, block);
-      const follow = this.chat.atBottom();
       this.rowsEl.append(block.row);
-      if (follow) this.chat.scrollToBottom();
+      if (this.chat.current === this) this.chat.follow();
     }
     block.text += chunk.text;
     block.received.push(Date.now());
     if (block.frame === 0) {
       block.frame = requestAnimationFrame(() => {
         block.frame = 0;
-        const follow = this.chat.atBottom();
         block.row.firstChild.textContent = block.text;
-        if (follow) this.chat.scrollToBottom();
+        if (this.chat.current === this) this.chat.follow();
         this.chat.metrics.deltasPainted(block.received);
         block.received = [];
       });
@@ -475,19 +477,23 @@ class Conversation {
     this.deltas.delete(key);
   }
 
-  // At a turn's end its provisional blocks go, except under `Stopped`: there they stay, greyed.
+  // At a turn's end its provisional blocks go, except after a stop: then they stay, greyed, and
+  // are returned to be placed under `Stopped` (they were never logged, so a reload drops them).
   settleDeltas(turn, aborted) {
+    const kept = [];
     for (const [key, block] of this.deltas) {
       if (block.turn !== turn) continue;
       cancelAnimationFrame(block.frame);
       if (aborted) {
         block.row.firstChild.textContent = block.text;
         block.row.classList.add('stopped');
+        kept.push(block.row);
       } else {
         block.row.remove();
       }
       this.deltas.delete(key);
     }
+    return kept;
   }
 
   // --- prompts (§6.4, §6.9) ---
@@ -496,7 +502,7 @@ class Conversation {
     const row = pendingRow(text, rpcId);
     this.pending.set(rpcId, { text, mode, row, lost: false });
     this.pendingEl.append(row);
-    this.chat.scrollToBottom();
+    if (this.chat.current === this) this.chat.scrollToBottom();
   }
 
   /** The prompt's receipt or reply arrived: it was admitted; its stored draft is done with. */
@@ -562,18 +568,17 @@ export class ChatView {
     this.notice = notice;
     this.conversations = new Map();
     this.visible = false;
+    this.stuck = true;
+    this.lastTop = 0;
     this.madeIds = new Set(); // ids this page made: no file exists for them yet
     this.current = null;
     this.connected = false;
-    this.zone = browserZone() ?? undefined;
     this.now = Date.now();
-    this.composerError = null;
-    this.lastEnter = 0;
     this.sessions = new SessionList(this, elements);
     this.bindComposer();
     this.bindHeader();
     this.scheduleMidnight();
-    this.runTimer = setInterval(() => this.refreshRunState(), 1000);
+    setInterval(() => this.refreshRunState(), 1000);
   }
 
   // --- opening sessions ---
@@ -596,6 +601,7 @@ export class ChatView {
     this.current = conversation;
     if (switching) {
       this.el.conversation.replaceChildren(conversation.root);
+      this.resized.observe(conversation.root);
       // The stored draft, unless it is a prompt still on its way (it stays stored until admitted).
       const draft = readDraft(sessionId);
       const sending = Array.from(conversation.pending.values()).some((p) => p.text === draft);
@@ -638,11 +644,22 @@ export class ChatView {
   async connectedAgain({ sameInstance }) {
     this.connected = true;
     const work = [];
+    if (!sameInstance) {
+      // A restarted host: what was live is cold now, and events never made durable may be gone.
+      await this.sessions.refresh();
+      for (const conversation of this.conversations.values()) {
+        const info = this.sessions.info(conversation.sessionId);
+        conversation.live = info?.live ?? false;
+        conversation.status = info?.status ?? 'idle';
+        conversation.busy = false;
+      }
+    } else {
+      work.push(this.sessions.refresh());
+    }
     for (const conversation of this.conversations.values()) {
       if (sameInstance && conversation.state === 'ready') work.push(conversation.feed.catchUp());
       else work.push(conversation.load());
     }
-    work.push(this.sessions.refresh());
     await Promise.allSettled(work);
     for (const conversation of this.conversations.values()) {
       for (const pending of conversation.resolveLost()) {
@@ -733,11 +750,11 @@ export class ChatView {
     const sorted = active.slice().sort((a, b) => Date.parse(a.scheduledAt) - Date.parse(b.scheduledAt));
     const next = Date.parse(sorted[0].scheduledAt);
     chip.hidden = false;
-    chip.replaceChildren(reminderChip(active.length), ' ', h('span', { class: 'chip-next' }, 'next '), clock(next, { timeZone: this.zone }));
+    chip.replaceChildren(reminderChip(active.length), ' ', h('span', { class: 'chip-next' }, 'next '), clock(next));
     const list = h('ul', { class: 'reminder-list' });
     for (const view of sorted) {
       const at = Date.parse(view.scheduledAt);
-      list.append(h('li', {}, clock(at, { timeZone: this.zone }), ' ', String(view.prompt ?? ''), view.state === 'overdue' ? ' (overdue)' : ''));
+      list.append(h('li', {}, clock(at), ' ', String(view.prompt ?? ''), view.state === 'overdue' ? ' (overdue)' : ''));
     }
     this.el.chipPanel.replaceChildren(list);
   }
@@ -957,9 +974,10 @@ export class ChatView {
       this.el.chip.setAttribute('aria-expanded', String(open));
       this.el.chipPanel.hidden = !open;
     });
-    this.el.conversation.addEventListener('scroll', () => {
-      if (this.el.conversation.scrollTop < 200) this.current?.renderOlder();
-    });
+    this.el.conversation.addEventListener('scroll', () => this.scrolled());
+    const resized = new ResizeObserver(() => this.follow());
+    resized.observe(this.el.conversation);
+    this.resized = resized;
     this.el.newSession.addEventListener('click', () => this.newSession());
   }
 
@@ -975,14 +993,32 @@ export class ChatView {
 
   // --- scrolling ---
 
+  // Bottom-follow (§6.7): the view stays at the bottom while the reader is there, whatever
+  // grows or shrinks (new rows, a notice above, the composer), and stays put once they scroll up.
   atBottom() {
     const scroller = this.el.conversation;
     return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 8;
   }
 
+  follow() {
+    if (this.stuck) this.scrollToBottom();
+  }
+
   scrollToBottom() {
     const scroller = this.el.conversation;
     scroller.scrollTop = scroller.scrollHeight;
+    this.stuck = true;
+    this.lastTop = scroller.scrollTop;
+  }
+
+  // Only a move up lets go of the bottom: a view that merely got shorter (a notice appeared
+  // above it) scrolls no position away, and follow() brings the bottom back.
+  scrolled() {
+    const top = this.el.conversation.scrollTop;
+    if (this.atBottom()) this.stuck = true;
+    else if (top < this.lastTop - 1) this.stuck = false;
+    this.lastTop = top;
+    if (top < 200) this.current?.renderOlder();
   }
 
   // Prepending keeps the reader's rows where they were.
@@ -991,6 +1027,7 @@ export class ChatView {
     const before = scroller.scrollHeight;
     change();
     scroller.scrollTop += scroller.scrollHeight - before;
+    this.lastTop = scroller.scrollTop;
   }
 
   // Clocks say `HH:MM` only for today: re-render them all at the next local midnight (§6.3).
@@ -999,8 +1036,7 @@ export class ChatView {
     const midnight = new Date(now.getFullYear(), now.getMonth(), now.getDate() + 1).getTime();
     setTimeout(() => {
       this.now = Date.now();
-      this.zone = browserZone() ?? undefined;
-      for (const conversation of this.conversations.values()) refreshClocks(conversation.root, { now: this.now, timeZone: this.zone });
+      for (const conversation of this.conversations.values()) refreshClocks(conversation.root, { now: this.now });
       this.sessions.render();
       this.scheduleMidnight();
     }, midnight - now.getTime() + 1000);

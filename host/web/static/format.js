@@ -72,12 +72,29 @@ export function formatDuration(ms) {
 }
 
 const formatters = new Map();
+const DEFAULT_ZONE_TTL_MS = 60000;
+let defaultFormatter = null;
 
-function wallParts(ms, timeZone) {
-  const key = timeZone ?? '';
-  let formatter = formatters.get(key);
+// A formatter for `timeZone`, or for the browser's zone when it is undefined. The browser's zone
+// can change while a page is open (the machine travels), so that one is re-created once a minute.
+function formatterFor(timeZone) {
+  if (timeZone === undefined) {
+    const now = Date.now();
+    if (defaultFormatter === null || now - defaultFormatter.made > DEFAULT_ZONE_TTL_MS) {
+      defaultFormatter = { made: now, formatter: makeFormatter(undefined) };
+    }
+    return defaultFormatter.formatter;
+  }
+  let formatter = formatters.get(timeZone);
   if (formatter === undefined) {
-    formatter = new Intl.DateTimeFormat('en-US', {
+    formatter = makeFormatter(timeZone);
+    formatters.set(timeZone, formatter);
+  }
+  return formatter;
+}
+
+function makeFormatter(timeZone) {
+  return new Intl.DateTimeFormat('en-US', {
       timeZone,
       year: 'numeric',
       month: 'short',
@@ -86,11 +103,12 @@ function wallParts(ms, timeZone) {
       minute: '2-digit',
       second: '2-digit',
       hourCycle: 'h23',
-    });
-    formatters.set(key, formatter);
-  }
+  });
+}
+
+function wallParts(ms, timeZone) {
   const parts = {};
-  for (const part of formatter.formatToParts(ms)) parts[part.type] = part.value;
+  for (const part of formatterFor(timeZone).formatToParts(ms)) parts[part.type] = part.value;
   return parts;
 }
 

@@ -28,6 +28,10 @@ function errorLine(error) {
   return error.code ? `${error.message} (${error.code})` : error.message;
 }
 
+function browserZoneName() {
+  return new Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
 function pretty(value) {
   return JSON.stringify(value, null, 2);
 }
@@ -274,12 +278,11 @@ export class LogView {
     const first = Math.max(0, Math.floor(top / ROW_HEIGHT) - OVERSCAN);
     const last = Math.min(this.visible.length, Math.ceil((top + height) / ROW_HEIGHT) + OVERSCAN);
     const rows = [];
-    const zone = new Intl.DateTimeFormat().resolvedOptions().timeZone;
-    for (let position = first; position < last; position += 1) rows.push(this.row(position, zone));
+    for (let position = first; position < last; position += 1) rows.push(this.row(position));
     this.spacer.replaceChildren(...rows);
   }
 
-  row(position, timeZone) {
+  row(position) {
     const index = this.visible[position];
     const event = this.events[index];
     const previous = index > 0 ? this.events[index - 1] : null;
@@ -303,7 +306,7 @@ export class LogView {
         'data-kind': event.type,
       },
       h('span', { class: 'c-seq' }, String(event.seq)),
-      h('time', { class: 'c-time', datetime: isoInstant(event.time), title: clockTooltip(event.time, { timeZone }) }, formatClockMs(event.time, { timeZone })),
+      h('time', { class: 'c-time', datetime: isoInstant(event.time), title: clockTooltip(event.time) }, formatClockMs(event.time)),
       h('span', { class: 'c-delta' }, previous ? formatDelta(event.time - previous.time) : ''),
       h('span', { class: 'c-type' }, event.type),
       h('span', { class: 'c-summary' }, eventSummary(event)),
@@ -436,7 +439,6 @@ export class LogView {
       const active = Array.isArray(reminders.active) ? reminders.active : [];
       out.push(h('h5', {}, `Active reminders (${active.length})`));
       const list = h('ul', { 'data-kind': 'reminders' });
-      const zone = new Intl.DateTimeFormat().resolvedOptions().timeZone;
       for (const view of active) {
         const at = Date.parse(view.scheduledAt);
         list.append(
@@ -444,7 +446,7 @@ export class LogView {
             'li',
             { 'data-schedule-id': view.id, 'data-state': view.state },
             `${view.id} · ${view.state} · `,
-            h('time', { datetime: view.scheduledAt, title: clockTooltip(at, { timeZone: zone }) }, formatClock(at, { timeZone: zone })),
+            h('time', { datetime: view.scheduledAt, title: clockTooltip(at) }, formatClock(at)),
             ` · ${view.prompt}`,
           ),
         );
@@ -459,11 +461,10 @@ export class LogView {
   renderFacts() {
     const header = this.header ?? {};
     const facts = [];
-    const zone = new Intl.DateTimeFormat().resolvedOptions().timeZone;
     const fact = (name, ...value) => facts.push(h('dt', {}, name), h('dd', {}, ...value));
     fact('Session', h('code', {}, String(header.id ?? this.sessionId)));
     if (Number.isFinite(header.createdAt)) {
-      fact('Created', h('time', { datetime: isoInstant(header.createdAt), title: clockTooltip(header.createdAt, { timeZone: zone }) }, formatClock(header.createdAt, { timeZone: zone })));
+      fact('Created', h('time', { datetime: isoInstant(header.createdAt), title: clockTooltip(header.createdAt) }, formatClock(header.createdAt)));
     }
     if (header.cwd) fact('Working directory', h('code', {}, String(header.cwd)));
     if (header.parentSession) {
@@ -532,7 +533,6 @@ export class LogView {
 
   renderLanes() {
     const events = this.events;
-    const zone = new Intl.DateTimeFormat().resolvedOptions().timeZone;
     const lanes = [];
 
     const turns = turnSpans(events).map((span) => {
@@ -548,7 +548,7 @@ export class LogView {
         let label = `${life.id} ${m.op} at seq ${m.seq}`;
         if (m.scheduledAt) {
           const at = Date.parse(m.scheduledAt);
-          label += ` · scheduledAt ${m.scheduledAt} (UTC) · ${formatClockMs(at, { timeZone: zone })} ${zone}`;
+          label += ` · scheduledAt ${m.scheduledAt} (UTC) · ${formatClock(at)} local (${browserZoneName()})`;
         }
         if (m.acceptedAt) label += ` · acceptedAt ${m.acceptedAt}`;
         return this.mark(m.seq, label, `op-${m.op}`);

@@ -483,7 +483,7 @@ export function contextRow(event) {
 /** A reasoning block: a closed `Thinking` row summarised by its first line. */
 export function thinkingRow(event, text) {
   const summary = text.split('\n').find((line) => line.trim() !== '') ?? '';
-  return row('thinking', event, disclosure(['Thinking', h('span', { class: 'summary' }, summary.trim())], plainText(text)));
+  return row('thinking', event, disclosure(['Thinking', ' ', h('span', { class: 'summary' }, summary.trim())], plainText(text)));
 }
 
 /** An assistant text block, as Markdown. */
