@@ -184,7 +184,10 @@ class AdapterDefaults(_Data, kw_only=True):
     max_tokens: Literal[True] | UnsetType = UNSET
 
 
-class ToolSpec(_Data, kw_only=True):
+class ToolSpec(_Data):
+    """Positional arguments too (the only such Struct here): host's tool API is written
+    ``ToolSpec(name, description, parameters)``, and host uses this type as its own."""
+
     name: str
     description: str
     parameters: dict[str, Any]
