@@ -22,9 +22,19 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import trio
 
-from eventlog import PersistenceError
+from eventlog import PersistenceError, vocab
 from host.history import HistoryView
-from host.model import Failed, ModelAdapter, ModelRequest, Outcome, is_retryable, make_failure, retry_delay_ms, run_attempt
+from host.models import (
+    Chunk,
+    Failed,
+    ModelAdapter,
+    ModelRequest,
+    Outcome,
+    is_retryable,
+    make_failure,
+    retry_delay_ms,
+    run_attempt,
+)
 from host.tools import (
     ToolContext,
     ToolRegistry,
@@ -117,9 +127,9 @@ class _Turn:
     abort_cause: CancelCause | None = None
     max_tokens: bool = False
     step: int | None = None  # the open step, if any
-    in_flight: Mapping[str, Any] | None = None  # a call with a tool/call and no result yet
+    in_flight: vocab.ToolCallBlock | None = None  # a call with a tool/call and no result yet
     in_flight_seq: int = -1
-    not_started: list[Mapping[str, Any]] = field(default_factory=list)
+    not_started: list[vocab.ToolCallBlock] = field(default_factory=list)
 
 
 class Agent:
@@ -151,7 +161,7 @@ class Agent:
         uniform: Callable[[float, float], float] = random.uniform,
         inbox: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
         on_status: Callable[[Status], None] = lambda status: None,
-        on_delta: Callable[[int, int, Mapping[str, Any]], None] = lambda turn, step, chunk: None,
+        on_delta: Callable[[int, int, Chunk], None] = lambda turn, step, chunk: None,
     ) -> None:
         self._session = session
         self._route = route
@@ -452,7 +462,7 @@ class Agent:
             self._session.append("assistant/message", data, surface_op="append")
             if outcome.finish == "max-tokens":
                 turn.max_tokens = True
-            calls = [block for block in outcome.content if block.get("type") == "tool-call"]
+            calls = [block for block in outcome.content if isinstance(block, vocab.ToolCallBlock)]
             failure = await self._run_tools(turn, calls)
             self._end_step(turn)
             if turn.scope.cancel_called:
@@ -504,7 +514,7 @@ class Agent:
         header: dict[str, Any] = {"config": config}
         if self._system:
             header["system"] = self._system
-        tools = [spec.to_json() for spec in self.tools.specs()]
+        tools = list(self.tools.specs())
         if tools:
             header["tools"] = tools
         return header
@@ -539,7 +549,7 @@ class Agent:
         )
         adapter = self._adapter_for(route.provider)
 
-        def on_chunk(chunk: Mapping[str, Any]) -> None:
+        def on_chunk(chunk: Chunk) -> None:
             self._on_delta(turn.number, step, chunk)
 
         retries = 0
@@ -572,21 +582,21 @@ class Agent:
 
     # --- tools --------------------------------------------------------------------------------------
 
-    def _append_call(self, turn: _Turn, call: Mapping[str, Any]) -> int:
-        data = tool_call_data(turn.number, turn.step or 0, call["id"], call["name"], call["arguments"])
+    def _append_call(self, turn: _Turn, call: vocab.ToolCallBlock) -> int:
+        data = tool_call_data(turn.number, turn.step or 0, call.id, call.name, call.arguments)
         return self._session.append("tool/call", data).seq
 
-    def _append_result(self, turn: _Turn, call: Mapping[str, Any], call_seq: int, result: ToolResult) -> None:
+    def _append_result(self, turn: _Turn, call: vocab.ToolCallBlock, call_seq: int, result: ToolResult) -> None:
         self._session.append(
             "tool/result",
-            result.data(turn.number, turn.step or 0, call["id"], new_id()),
+            result.data(turn.number, turn.step or 0, call.id, new_id()),
             surface_op="append",
             source_event_seqs=[call_seq],
         )
         if turn.in_flight is call:
             turn.in_flight = None
 
-    async def _run_tools(self, turn: _Turn, calls: list[Mapping[str, Any]]) -> PersistenceError | None:
+    async def _run_tools(self, turn: _Turn, calls: list[vocab.ToolCallBlock]) -> PersistenceError | None:
         """Run the step's calls one at a time in content order (§3.7). Returns the flush failure
         that stopped them, if any. Cancellation propagates with ``turn`` describing what the
         cleanup must still close."""
@@ -608,17 +618,17 @@ class Agent:
                 failure = exc
                 self._append_result(turn, call, seq, persistence_result(str(exc)))
                 continue
-            result = await execute(self.tools, call["name"], call["arguments"], self._tool_context(turn, call))
+            result = await execute(self.tools, call.name, call.arguments, self._tool_context(turn, call))
             self._append_result(turn, call, seq, result)
         return failure
 
-    def _tool_context(self, turn: _Turn, call: Mapping[str, Any]) -> ToolContext:
+    def _tool_context(self, turn: _Turn, call: vocab.ToolCallBlock) -> ToolContext:
         session = self._session
         return ToolContext(
             session_id=self.id,
             turn=turn.number,
             step=turn.step or 0,
-            call_id=call["id"],
+            call_id=call.id,
             events=session.events,
             seed_length=session.seed_length,
             append=lambda type, data: session.append(type, data),

@@ -28,7 +28,15 @@ import trio
 
 import schedule
 from eventlog import Clock, Event, PersistenceError, Session, SessionStore, SystemClock
-from host.agent import DEFAULT_MAX_RETRIES, DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, Agent, AgentClosed, Route, Status
+from host.agent import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_SYSTEM_PROMPT,
+    Agent,
+    AgentClosed,
+    Route,
+    Status,
+)
 from host.boundary import (  # HostError and the boundary rules are importable from here too
     SESSION_ID_RULE,
     HostError,
@@ -41,7 +49,7 @@ from host.boundary import (  # HostError and the boundary rules are importable f
     shutting_down,
 )
 from host.history import replay_inbox
-from host.model import ModelAdapter
+from host.models import Chunk, ModelAdapter
 from host.tools import ToolRegistry, schedule_tools
 from timecontext import PreStepHook, TimeContext
 
@@ -104,7 +112,7 @@ class Delta:
     session_id: str
     turn: int
     step: int
-    chunk: Mapping[str, Any]
+    chunk: Chunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +127,7 @@ Notification = EventAppended | StatusChanged | Delta | ChildCreated
 
 
 class Adapters(Protocol):
-    """Where model adapters come from: ``host.providers.ModelAdapters`` or a plain dict. ``get``
+    """Where model adapters come from: ``host.models.ModelAdapters`` or a plain dict. ``get``
     returns the provider's adapter, and ``None`` or raises for a provider without one."""
 
     def get(self, provider: str, /) -> ModelAdapter | None: ...

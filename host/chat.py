@@ -25,6 +25,7 @@ import trio
 import schedule
 import timecontext
 from eventlog import Event, EventLogError
+from host._process import EXIT_SIGINT
 from host.app import (
     Adapters,
     Delta,
@@ -37,7 +38,7 @@ from host.app import (
     open_host,
 )
 from host.boundary import HostError, check_session_id
-from host.process import EXIT_SIGINT
+from host.models import BlockEnd, Chunk, TextDelta
 
 PROMPT = "> "
 STDIN_FD = 0
@@ -204,14 +205,13 @@ class Display:
             if value.session_id == self.session_id and value.status == "idle":
                 self.prompt()
 
-    def _delta(self, chunk: Mapping[str, Any]) -> None:
-        kind = chunk.get("type")
-        if kind == "text-delta" and chunk.get("text"):
+    def _delta(self, chunk: Chunk) -> None:
+        if isinstance(chunk, TextDelta) and chunk.text:
             if not self._mid_line:
                 self._fresh_line()
-            self._write(chunk["text"])
+            self._write(chunk.text)
             self._mid_line = self._streamed = True
-        elif kind == "block-end" and self._mid_line:
+        elif isinstance(chunk, BlockEnd) and self._mid_line:
             self._write("\n")
             self._mid_line = False
 
@@ -450,8 +450,7 @@ async def _chat_session(
             nursery.cancel_scope.cancel()
         report = await host.shutdown()
     display.line(EXIT_LINE.format(id=sid))
-    for failed_id, message in report.failed.items():
-        err.write(f'turnlog: session "{failed_id}" could not be flushed: {message}\n')
+    err.writelines(f'turnlog: session "{failed_id}" could not be flushed: {message}\n' for failed_id, message in report.failed.items())
     if report.failed:
         return 1
     return chat.exit_code

@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from host.process import EXIT_SIGINT, package_version
+from host._process import EXIT_SIGINT, package_version
 
 LOG_COMMANDS = ("ls", "inspect", "validate", "tail", "fork")
 HOST_COMMANDS = ("demo", "chat", "serve")

@@ -31,16 +31,17 @@ from host.chat import run_chat
 from host.cli import StartupError, UsageError
 from host.demo import demo_config, run_demo
 from host.jsonrpc import DEFAULT_MAX_LINE_BYTES
-from host.providers import (
+from host.models import (
     PROVIDERS,
     ModelAdapters,
+    ScriptError,
+    ScriptLine,
     default_provider,
     load_configured_script,
     missing_model_usage_error,
     resolve_model,
 )
 from host.rpc import serve_stdio
-from host.scripted import ScriptError, ScriptLine
 
 SYSTEM_ZONE_HINT = "; pass --time-zone ZONE or --no-time-context"
 SERVE_PREFIX = "turnlog serve: "

@@ -25,7 +25,7 @@ from eventlog import Event, EventLogError, SessionStore, read_log
 from host.app import EventAppended, HostConfig, Notification, StatusChanged, open_host, sole_exception
 from host.boundary import HostError
 from host.chat import PROMPT, admit_text, reminder_notice, reminders_inserted, text_of, transcript_lines
-from host.scripted import ScriptedAdapter
+from host.models import ScriptedAdapter
 
 FIRST_TURN_TIMEOUT_S = 30.0
 REMINDER_GRACE_S = 30.0  # beyond the reminder's delay, before the demo gives up

@@ -61,7 +61,7 @@ class HistoryView:
     turnlog) refolds from the start.
     """
 
-    __slots__ = ("_seen", "_history")
+    __slots__ = ("_history", "_seen")
 
     def __init__(self) -> None:
         self._seen = 0

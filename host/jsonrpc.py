@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from host.app import ChildCreated, Delta, EventAppended, Notification, StatusChanged
 from host.boundary import SESSION_ID_RULE, HostError, check_session_id
 
@@ -207,7 +209,7 @@ def classify(line: bytes) -> Request | Invalid | None:
     return Request(rid, method, params if isinstance(params, dict) else {}, unsupported)
 
 
-def rpc_id_text(rid: str | int | float) -> str:
+def rpc_id_text(rid: str | float) -> str:
     """The ``rpcId`` of a request: a string as is, a number as its JSON text."""
     return rid if isinstance(rid, str) else json.dumps(rid)
 
@@ -218,15 +220,15 @@ def rpc_id_text(rid: str | int | float) -> str:
 def encode(frame: Mapping[str, Any]) -> bytes:
     """One frame: compact JSON, non-ASCII raw, plus LF. A lone surrogate (only ever inside a
     string) is written as its ``\\uXXXX`` escape, so the line stays valid UTF-8."""
-    text = json.dumps(frame, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(frame, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=msgspec.to_builtins)
     return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
-def result_frame(rid: str | int | float, result: Any) -> bytes:
+def result_frame(rid: str | float, result: Any) -> bytes:
     return encode({"jsonrpc": "2.0", "id": rid, "result": result})
 
 
-def error_frame(rid: str | int | float, error: HostError) -> bytes:
+def error_frame(rid: str | float, error: HostError) -> bytes:
     """An error response. The message is one line (§4.2) even when an exception's text is not:
     each line break, with the whitespace around it, becomes one space."""
     data = {"code": error.code, **error.data}

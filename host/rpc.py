@@ -24,6 +24,7 @@ from typing import Any
 
 import trio
 
+from host._process import EXIT_SIGINT, package_version
 from host.app import EventAppended, Host, Notification, ShutdownReport, StatusChanged
 from host.boundary import HostError, shutting_down
 from host.jsonrpc import (
@@ -54,7 +55,6 @@ from host.jsonrpc import (
     unknown_method,
     unsupported_json,
 )
-from host.process import EXIT_SIGINT, package_version
 
 EXIT_DRAIN_SECONDS = 0.5  # how long the final frames may take to leave after shutdown
 

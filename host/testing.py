@@ -41,12 +41,13 @@ from typing import Any, Literal
 
 import msgspec
 import trio
+import trio.lowlevel
 import trio.testing
 
 from eventlog import Event, LogSnapshot, read_log
 from host.agent import AgentClosed
 from host.app import Adapters, EventAppended, Host, HostConfig, Notification, ShutdownReport, open_host
-from host.scripted import ScriptedAdapter
+from host.models import ScriptedAdapter
 from timecontext import PreStepHook
 
 DEFAULT_BASE_MS = 1_770_724_800_000
@@ -316,7 +317,7 @@ async def _hold_time_during_io() -> None:
         await trio.testing.wait_all_tasks_blocked()
         if limiter.borrowed_tokens:
             while limiter.borrowed_tokens:
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
             continue
         wait = trio.lowlevel.current_statistics().seconds_to_next_deadline
         await trio.sleep(0 if math.isinf(wait) else wait)
@@ -326,7 +327,7 @@ async def _run_due_tasks() -> None:
     """Let every task that is runnable now run once, including those whose deadline lies within
     a float rounding error of the current time."""
     while True:
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         due = trio.lowlevel.current_statistics().seconds_to_next_deadline
         if due > _SAME_INSTANT_S:
             return

@@ -15,23 +15,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from eventlog.vocab import ToolSpec
 from schedule import InvalidToolArguments, compact_json
 
 TOOL_NAME_PATTERN = "[A-Za-z0-9_-]{1,64}"
 _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """What the model sees of a tool; ``parameters`` is its JSON schema."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name","description","parameters"}``, the shape of ``request/header`` tools."""
-        return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +92,7 @@ def schedule_tools(specs: Iterable[ScheduleSpec], caller: object) -> list[Schedu
     """Turn ``ScheduleTools.specs()`` into registry tools, in order. ``caller`` is the session's
     agent port, the same object given to ``ScheduleTools`` as ``owner``."""
     return [
-        ScheduleTool(ToolSpec(s.name, s.description, s.parameters), s.handler, caller) for s in specs
+        ScheduleTool(ToolSpec(s.name, s.description, dict(s.parameters)), s.handler, caller) for s in specs
     ]
 
 

@@ -38,9 +38,8 @@ import trio.testing
 import schedule
 from eventlog import SessionStore
 from host.app import EventAppended, Host, HostConfig, open_host
-from host.model import ModelRequest
+from host.models import ModelRequest, ScriptedAdapter
 from host.rpc import Server
-from host.scripted import ScriptedAdapter
 
 DAY_MS = 86_400_000
 

@@ -12,7 +12,7 @@ from typing import Any
 import trio
 
 from host.app import Delta, EventAppended
-from host.scripted import ScriptedAdapter, parse_script
+from host.models import ScriptedAdapter, parse_script
 from host.testing import Harness
 from timecontext import PreStep
 

@@ -18,8 +18,8 @@ import trio
 import trio.testing
 
 from host.app import Host, HostConfig, open_host
+from host.models import ScriptedAdapter, parse_script
 from host.rpc import DEFAULT_MAX_LINE_BYTES, Server
-from host.scripted import ScriptedAdapter, parse_script
 
 HANG_GUARD_S = 20.0  # only guards against a hang; never an assertion about speed
 

@@ -30,16 +30,15 @@ import trio
 import eventlog.fileio
 from eventlog import read_log
 from host.app import ChildCreated, EventAppended, HostError, StatusChanged
-from host.model import ModelRequest
-from host.openai import OpenAIAdapter
-from host.scripted import ScriptedAdapter, parse_script
+from host.models import ModelRequest, OpenAIAdapter, ScriptedAdapter, parse_script
 from host.testing import Harness, open_harness
 from host.tools import FunctionTool, ToolError, ToolSpec
 from schedule import AgentBusy, InvalidToolArguments
+from tests.fixture_paths import DSH_FIXTURES
 from tests.host.loop_support import (
-    B,
     SCHEDULE_TOOLS,
     UUID4,
+    B,
     Hook,
     appended,
     compact,
@@ -50,7 +49,6 @@ from tests.host.loop_support import (
     types,
 )
 from timecontext import Enter, PreStep, Reject
-from tests.fixture_paths import DSH_FIXTURES
 
 FIXTURES = DSH_FIXTURES
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
@@ -16,9 +17,9 @@ from host.testing import Harness, open_harness
 from host.tools import FunctionTool, ToolError, ToolSpec
 from schedule import AgentBusy
 from tests.host.loop_support import (
+    UUID4,
     B,
     Hook,
-    UUID4,
     compact,
     initial_header,
     of_type,
@@ -312,9 +313,10 @@ async def test_deltas_are_live_only(tmp_path, autojump_clock) -> None:
         deltas = [n for n in h.notifications if isinstance(n, Delta)]
         events = h.events("main")
     assert deltas and all((d.session_id, d.turn, d.step) == ("main", 1, 1) for d in deltas)
-    pieces = "".join(d.chunk["text"] for d in deltas if d.chunk["type"] == "text-delta")
+    chunks = [msgspec.to_builtins(d.chunk) for d in deltas]
+    pieces = "".join(c["text"] for c in chunks if c["type"] == "text-delta")
     assert pieces == "You said: a message long enough for two pieces"
-    assert deltas[-1].chunk == {"type": "finish", "reason": {"kind": "stop"}}
+    assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
     assert not of_type(events, "assistant/chunk")
 
 
@@ -670,7 +672,7 @@ async def test_request_header_reasons(tmp_path, autojump_clock) -> None:
 
 
 async def test_a_route_without_a_model_ends_the_turn_with_missing_config(tmp_path, autojump_clock) -> None:
-    from host.scripted import ScriptedAdapter
+    from host.models import ScriptedAdapter
 
     adapters = {"scripted": ScriptedAdapter(), "openai": ScriptedAdapter()}
     async with open_harness(tmp_path, adapters=lambda: adapters, provider="openai") as h:
@@ -703,7 +705,7 @@ async def test_a_driver_bug_ends_the_turn_as_internal_and_the_session_serves_on(
                 raise RuntimeError("adapter registry broke")
             return super().get(provider, default)
 
-    from host.scripted import ScriptedAdapter
+    from host.models import ScriptedAdapter
 
     adapters = Flaky(scripted=ScriptedAdapter())
     async with open_harness(tmp_path, adapters=lambda: adapters) as h:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 from hypothesis import given, settings
@@ -128,7 +129,7 @@ def test_unregister_is_atomic() -> None:
 
 def test_spec_json_shape() -> None:
     spec = ToolSpec("schedule_list", "List.", {"type": "object", "properties": {}})
-    assert json.dumps(spec.to_json(), separators=(",", ":")) == (
+    assert msgspec.json.encode(spec).decode() == (
         '{"name":"schedule_list","description":"List.","parameters":{"type":"object","properties":{}}}'
     )
 

@@ -1,23 +1,27 @@
-"""Model interface: retry classification and delays (host.md §3.6), chunk assembly (§6.2)."""
+"""Model interface: retry classification and delays (host §3.6), chunk conversion and assembly
+(host §6.1, §6.2). Expectations are the JSON shapes of host §6.1, compared through
+``msgspec.to_builtins``."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host.model import (
+from host.models import (
     RETRYABLE_CODES,
-    Assembled,
     Assembler,
     ChunkError,
-    Failed,
+    Failure,
     ModelRequest,
+    as_chunk,
     is_retryable,
+    make_failure,
     retry_delay_ms,
     run_attempt,
 )
@@ -38,11 +42,28 @@ def request(turn: int = 2, step: int = 3) -> ModelRequest:
     )
 
 
-def assemble(chunks: list[dict[str, Any]], turn: int = 2, step: int = 3) -> Assembled | Failed:
+def plain(value: Any) -> Any:
+    """A chunk, outcome or failure as its JSON shape (``Assembled`` and ``Failed`` as objects)."""
+    return msgspec.to_builtins(value)
+
+
+def assembled(content: list[dict[str, Any]], usage: dict[str, int] | None = None, finish: str = "stop") -> Any:
+    return {"content": content, "usage": usage, "finish": finish}
+
+
+def failed(message: str, code: str) -> Any:
+    return {"failure": {"message": message, "code": code}}
+
+
+def assemble(chunks: list[dict[str, Any]], turn: int = 2, step: int = 3) -> Any:
     assembler = Assembler(turn=turn, step=step)
     for chunk in chunks:
-        assembler.feed(chunk)
-    return assembler.outcome()
+        assembler.feed(as_chunk(chunk))
+    return plain(assembler.outcome())
+
+
+def failure(**members: Any) -> Failure:
+    return msgspec.convert(members, Failure)
 
 
 STOP = {"type": "finish", "reason": {"kind": "stop"}}
@@ -55,10 +76,10 @@ TOOL_CALLS = {"type": "finish", "reason": {"kind": "tool-calls"}}
 def test_retryable_codes_are_exactly_the_spec_list() -> None:
     assert RETRYABLE_CODES == {"RATE_LIMIT", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE"}
     for code in RETRYABLE_CODES:
-        assert is_retryable({"message": "m", "code": code})
+        assert is_retryable(make_failure("m", code))
     for code in ("AUTH", "QUOTA", "INVALID_REQUEST", "CONTEXT_WINDOW_EXCEEDED", "HTTP_404", "STREAM_CLOSED",
                  "MALFORMED_RESPONSE", "STREAM_ERROR", "ADAPTER_ERROR", "SCRIPT_EXHAUSTED", "rate_limit"):
-        assert not is_retryable({"message": "m", "code": code})
+        assert not is_retryable(make_failure("m", code))
 
 
 @pytest.mark.parametrize(
@@ -83,12 +104,12 @@ def test_provider_retry_after_replaces_the_delay_without_jitter() -> None:
     def no_jitter(a: float, b: float) -> float:
         raise AssertionError("jitter must not be drawn")
 
-    failure = {"message": "slow down", "code": "RATE_LIMIT", "status": 429, "providerRetryAfterMs": 3000}
-    assert retry_delay_ms(1, failure, uniform=no_jitter) == 3000
-    assert retry_delay_ms(4, {**failure, "providerRetryAfterMs": 10000}, uniform=no_jitter) == 10000
-    assert retry_delay_ms(1, {**failure, "providerRetryAfterMs": 0}, uniform=no_jitter) == 0
+    hint = {"message": "slow down", "code": "RATE_LIMIT", "status": 429}
+    assert retry_delay_ms(1, failure(**hint, providerRetryAfterMs=3000), uniform=no_jitter) == 3000
+    assert retry_delay_ms(4, failure(**hint, providerRetryAfterMs=10000), uniform=no_jitter) == 10000
+    assert retry_delay_ms(1, failure(**hint, providerRetryAfterMs=0), uniform=no_jitter) == 0
     # Above 10 s the provider's hint is ignored and the normal backoff applies.
-    assert retry_delay_ms(1, {**failure, "providerRetryAfterMs": 10001}, uniform=lambda a, b: 1.0) == 500
+    assert retry_delay_ms(1, failure(**hint, providerRetryAfterMs=10001), uniform=lambda a, b: 1.0) == 500
 
 
 def test_retry_numbers_start_at_one() -> None:
@@ -121,10 +142,9 @@ def test_text_and_reasoning_deltas_concatenate_per_block_in_index_order() -> Non
         {"type": "usage", "usage": {"inputTokens": 10, "outputTokens": 4}},
         STOP,
     ])
-    assert outcome == Assembled(
-        content=[{"type": "reasoning", "text": "Let me think."}, {"type": "text", "text": "Hello, wörld"}],
+    assert outcome == assembled(
+        [{"type": "reasoning", "text": "Let me think."}, {"type": "text", "text": "Hello, wörld"}],
         usage={"inputTokens": 10, "outputTokens": 4},
-        finish="stop",
     )
 
 
@@ -134,9 +154,8 @@ def test_blocks_are_listed_by_index_not_arrival() -> None:
         {"type": "text-delta", "index": 0, "text": "first"},
         STOP,
     ])
-    assert isinstance(outcome, Assembled)
-    assert [b["text"] for b in outcome.content] == ["first", "second"]
-    assert outcome.usage is None
+    assert [b["text"] for b in outcome["content"]] == ["first", "second"]
+    assert outcome["usage"] is None
 
 
 def test_tool_call_takes_first_id_and_name_and_concatenates_arguments() -> None:
@@ -148,9 +167,8 @@ def test_tool_call_takes_first_id_and_name_and_concatenates_arguments() -> None:
         {"type": "block-end", "index": 0, "block": {}},
         TOOL_CALLS,
     ])
-    assert outcome == Assembled(
-        content=[{"type": "tool-call", "id": "call_abc", "name": "schedule_create", "arguments": '{"prompt":"x"}'}],
-        usage=None,
+    assert outcome == assembled(
+        [{"type": "tool-call", "id": "call_abc", "name": "schedule_create", "arguments": '{"prompt":"x"}'}],
         finish="tool-calls",
     )
 
@@ -161,8 +179,7 @@ def test_tool_call_without_id_gets_turn_step_index_id() -> None:
         {"type": "tool-call-delta", "index": 1, "id": "", "name": "schedule_list", "argumentsDelta": "{}"},
         TOOL_CALLS,
     ], turn=7, step=4)
-    assert isinstance(outcome, Assembled)
-    assert outcome.content[1] == {"type": "tool-call", "id": "call-7-4-1", "name": "schedule_list", "arguments": "{}"}
+    assert outcome["content"][1] == {"type": "tool-call", "id": "call-7-4-1", "name": "schedule_list", "arguments": "{}"}
 
 
 def test_tool_call_without_name_is_malformed() -> None:
@@ -171,7 +188,7 @@ def test_tool_call_without_name_is_malformed() -> None:
         {"type": "tool-call-delta", "index": 1, "id": "c", "argumentsDelta": "{}"},
         TOOL_CALLS,
     ])
-    assert outcome == Failed({"message": "tool call 1 has no function name", "code": "MALFORMED_RESPONSE"})
+    assert outcome == failed("tool call 1 has no function name", "MALFORMED_RESPONSE")
 
 
 def test_max_tokens_drops_tool_calls_and_keeps_text() -> None:
@@ -181,10 +198,8 @@ def test_max_tokens_drops_tool_calls_and_keeps_text() -> None:
         {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 2}},
         {"type": "finish", "reason": {"kind": "max-tokens"}},
     ])
-    assert outcome == Assembled(
-        content=[{"type": "text", "text": "partial"}],
-        usage={"inputTokens": 1, "outputTokens": 2},
-        finish="max-tokens",
+    assert outcome == assembled(
+        [{"type": "text", "text": "partial"}], usage={"inputTokens": 1, "outputTokens": 2}, finish="max-tokens"
     )
 
 
@@ -195,24 +210,20 @@ def test_error_finish_is_a_failure_with_only_the_known_keys_in_order() -> None:
             "requestId": "req-1", "code": "RATE_LIMIT", "extra": 1, "status": 429,
             "message": "slow down", "providerRetryAfterMs": 2000}}},
     ])
-    assert isinstance(outcome, Failed)
-    assert list(outcome.failure.items()) == [
+    assert list(outcome["failure"].items()) == [
         ("message", "slow down"), ("code", "RATE_LIMIT"), ("status", 429),
         ("providerRetryAfterMs", 2000), ("requestId", "req-1"),
     ]
 
 
 def test_stop_without_content_is_empty_response() -> None:
-    assert assemble([STOP]) == Failed(
-        {"message": "model returned a completed response with no content", "code": "EMPTY_RESPONSE"}
-    )
+    assert assemble([STOP]) == failed("model returned a completed response with no content", "EMPTY_RESPONSE")
 
 
 def test_stream_without_finish_is_adapter_error() -> None:
     outcome = assemble([{"type": "text-delta", "index": 0, "text": "hi"}])
-    assert isinstance(outcome, Failed)
-    assert outcome.failure["code"] == "ADAPTER_ERROR"
-    assert outcome.failure["message"].startswith("model adapter failed: ChunkError: ")
+    assert outcome["failure"]["code"] == "ADAPTER_ERROR"
+    assert outcome["failure"]["message"].startswith("model adapter failed: ChunkError: ")
 
 
 @pytest.mark.parametrize(
@@ -231,18 +242,18 @@ def test_stream_without_finish_is_adapter_error() -> None:
 )
 def test_malformed_chunks_are_rejected(chunk: Any) -> None:
     with pytest.raises(ChunkError):
-        Assembler(turn=1, step=1).feed(chunk)
+        Assembler(turn=1, step=1).feed(as_chunk(chunk))
 
 
 def test_block_type_cannot_change_and_nothing_follows_finish() -> None:
     assembler = Assembler(turn=1, step=1)
-    assembler.feed({"type": "text-delta", "index": 0, "text": "x"})
+    assembler.feed(as_chunk({"type": "text-delta", "index": 0, "text": "x"}))
     with pytest.raises(ChunkError):
-        assembler.feed({"type": "reasoning-delta", "index": 0, "text": "y"})
-    assembler.feed(STOP)
+        assembler.feed(as_chunk({"type": "reasoning-delta", "index": 0, "text": "y"}))
+    assembler.feed(as_chunk(STOP))
     assert assembler.finished
     with pytest.raises(ChunkError):
-        assembler.feed(STOP)
+        assembler.feed(as_chunk(STOP))
 
 
 # --- run_attempt ----------------------------------------------------------------------------
@@ -271,8 +282,8 @@ async def test_run_attempt_streams_chunks_to_the_observer_and_assembles() -> Non
     chunks = [{"type": "text-delta", "index": 0, "text": "hi"}, STOP]
     seen: list[Any] = []
     outcome = await run_attempt(ListAdapter(chunks), request(), seen.append)
-    assert seen == chunks
-    assert outcome == Assembled(content=[{"type": "text", "text": "hi"}], usage=None, finish="stop")
+    assert plain(seen) == chunks
+    assert plain(outcome) == assembled([{"type": "text", "text": "hi"}])
 
 
 async def test_run_attempt_closes_the_stream_after_finish() -> None:
@@ -280,15 +291,15 @@ async def test_run_attempt_closes_the_stream_after_finish() -> None:
     seen: list[Any] = []
     adapter.chunks.insert(0, {"type": "text-delta", "index": 0, "text": "ok"})
     outcome = await run_attempt(adapter, request(), seen.append)
-    assert isinstance(outcome, Assembled)
-    assert seen[-1] == STOP and len(seen) == 2
+    assert "content" in plain(outcome)
+    assert plain(seen[-1]) == STOP and len(seen) == 2
     assert adapter.closed
 
 
 async def test_run_attempt_reports_a_raising_adapter_as_adapter_error() -> None:
     adapter = ListAdapter([{"type": "text-delta", "index": 0, "text": "x"}], raise_after=RuntimeError("boom"))
     outcome = await run_attempt(adapter, request())
-    assert outcome == Failed({"message": "model adapter failed: RuntimeError: boom", "code": "ADAPTER_ERROR"})
+    assert plain(outcome) == failed("model adapter failed: RuntimeError: boom", "ADAPTER_ERROR")
 
 
 async def test_run_attempt_reports_an_adapter_that_raises_while_closing_or_returns_no_stream() -> None:
@@ -309,20 +320,19 @@ async def test_run_attempt_reports_an_adapter_that_raises_while_closing_or_retur
         def stream(self, request: ModelRequest) -> Any:
             return 42
 
-    assert await run_attempt(FailsToClose(), request()) == Failed(
-        {"message": "model adapter failed: RuntimeError: close failed", "code": "ADAPTER_ERROR"}
+    assert plain(await run_attempt(FailsToClose(), request())) == failed(
+        "model adapter failed: RuntimeError: close failed", "ADAPTER_ERROR"
     )
-    assert await run_attempt(NoStream(), request()) == Failed(
-        {"message": "model adapter failed: TypeError: 'int' object is not an async iterable", "code": "ADAPTER_ERROR"}
+    assert plain(await run_attempt(NoStream(), request())) == failed(
+        "model adapter failed: TypeError: 'int' object is not an async iterable", "ADAPTER_ERROR"
     )
 
 
 async def test_run_attempt_reports_an_invalid_chunk_without_passing_it_on() -> None:
     seen: list[Any] = []
     adapter = ListAdapter([{"type": "bogus"}, STOP])
-    outcome = await run_attempt(adapter, request(), seen.append)
-    assert isinstance(outcome, Failed)
-    assert outcome.failure["code"] == "ADAPTER_ERROR"
+    outcome = plain(await run_attempt(adapter, request(), seen.append))
+    assert outcome["failure"]["code"] == "ADAPTER_ERROR"
     assert seen == []
     assert adapter.closed
 
@@ -338,3 +348,41 @@ async def test_run_attempt_lets_cancellation_through() -> None:
     with trio.move_on_after(0.01) as scope:
         await run_attempt(Hanging(), request())
     assert scope.cancelled_caught
+
+
+# --- the chunk union (host §6.1) -------------------------------------------------------------
+
+
+SPEC_CHUNKS = [
+    {"type": "block-start", "index": 0, "blockType": "tool-call"},
+    {"type": "text-delta", "index": 1, "text": "hé"},
+    {"type": "reasoning-delta", "index": 2, "text": "hm"},
+    {"type": "tool-call-delta", "index": 0, "id": "", "argumentsDelta": "{"},
+    {"type": "tool-call-delta", "index": 0, "id": "c-1", "name": "schedule_list", "argumentsDelta": "}"},
+    {"type": "block-end", "index": 1, "block": {"type": "text", "text": "hé"}},
+    {"type": "usage", "usage": {"inputTokens": 3, "outputTokens": 1, "cacheReadTokens": 2}},
+    {"type": "finish", "reason": {"kind": "max-tokens"}},
+    {"type": "finish", "reason": {"kind": "error", "failure": {"message": "m", "code": "C", "status": 500}}},
+]
+
+
+@pytest.mark.parametrize("shape", SPEC_CHUNKS)
+def test_a_spec_dict_converts_to_a_struct_that_encodes_to_the_same_bytes(shape: dict[str, Any]) -> None:
+    chunk = as_chunk(shape)
+    assert not isinstance(chunk, dict)
+    assert msgspec.json.encode(chunk) == msgspec.json.encode(shape)
+    assert as_chunk(chunk) is chunk  # a Struct passes as it is
+
+
+def test_conversion_fills_what_host_6_1_lets_a_tool_call_delta_leave_out_and_drops_unknown_members() -> None:
+    chunk = as_chunk({"type": "tool-call-delta", "index": 0, "extra": [1]})
+    assert plain(chunk) == {"type": "tool-call-delta", "index": 0, "id": "", "argumentsDelta": ""}
+
+
+def test_nothing_starts_or_streams_after_a_block_end() -> None:
+    for late in ({"type": "text-delta", "index": 0, "text": "late"}, {"type": "block-start", "index": 1, "blockType": "text"}):
+        assembler = Assembler(turn=1, step=1)
+        assembler.feed(as_chunk({"type": "text-delta", "index": 0, "text": "x"}))
+        assembler.feed(as_chunk({"type": "block-end", "index": 0, "block": {"type": "text", "text": "x"}}))
+        with pytest.raises(ChunkError, match="after a block-end"):
+            assembler.feed(as_chunk(late))

@@ -17,8 +17,8 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host.model import Assembled, Failed, ModelRequest, is_retryable, run_attempt
-from host.openai import (
+from host.models import Failure, ModelRequest, is_retryable, run_attempt
+from host.models.openai import (
     OpenAIAdapter,
     SSEDecoder,
     chat_messages,
@@ -161,24 +161,38 @@ async def adapter(server: Server) -> AsyncIterator[OpenAIAdapter]:
 
 
 def request(*messages: dict[str, Any], **overrides: Any) -> ModelRequest:
-    fields: dict[str, Any] = dict(
-        session_id="main", turn=1, step=1, provider="openai", model="m1", system=None,
-        messages=messages or ({"id": "u", "role": "user", "source": {"kind": "user"},
-                               "content": [{"type": "text", "text": "hi"}]},),
-        tools=(), max_tokens=None, reasoning_effort=None,
-    )
+    fields: dict[str, Any] = {
+        "session_id": "main", "turn": 1, "step": 1, "provider": "openai", "model": "m1", "system": None,
+        "messages": messages or ({"id": "u", "role": "user", "source": {"kind": "user"},
+                                  "content": [{"type": "text", "text": "hi"}]},),
+        "tools": (), "max_tokens": None, "reasoning_effort": None,
+    }
     fields.update(overrides)
     return ModelRequest(**fields)
 
 
 async def chunks_of(adapter: OpenAIAdapter, req: ModelRequest | None = None) -> list[dict[str, Any]]:
-    return [chunk async for chunk in adapter.stream(req or request())]
+    """The adapter's chunks as their JSON shapes."""
+    return [msgspec.to_builtins(chunk) async for chunk in adapter.stream(req or request())]
+
+
+async def attempt(adapter: OpenAIAdapter, req: ModelRequest) -> Any:
+    """``run_attempt``'s outcome as JSON: ``{"content","usage","finish"}`` or ``{"failure"}``."""
+    return msgspec.to_builtins(await run_attempt(adapter, req))
+
+
+def assembled(content: list[dict[str, Any]], usage: dict[str, int] | None = None, finish: str = "stop") -> Any:
+    return {"content": content, "usage": usage, "finish": finish}
+
+
+def plain_usage(usage: dict[str, Any]) -> Any:
+    return msgspec.to_builtins(map_usage(usage))
 
 
 async def failure_of(adapter: OpenAIAdapter, req: ModelRequest | None = None) -> dict[str, Any]:
-    outcome = await run_attempt(adapter, req or request())
-    assert isinstance(outcome, Failed), outcome
-    return dict(outcome.failure)
+    outcome = await attempt(adapter, req or request())
+    assert "failure" in outcome, outcome
+    return outcome["failure"]
 
 
 # --- request --------------------------------------------------------------------------------
@@ -342,8 +356,8 @@ async def test_streamed_reasoning_then_text(server: Server, adapter: OpenAIAdapt
         finish("stop"),
         DONE,
     ))
-    outcome = await run_attempt(adapter, request())
-    assert outcome == Assembled(
+    outcome = await attempt(adapter, request())
+    assert outcome == assembled(
         content=[{"type": "reasoning", "text": "Let me think.late"}, {"type": "text", "text": "Answer"}],
         usage=None, finish="stop",
     )
@@ -373,8 +387,8 @@ async def test_streamed_tool_calls(server: Server, adapter: OpenAIAdapter) -> No
         finish("stop"),  # some servers say stop
         DONE,
     ]]))
-    outcome = await run_attempt(adapter, request(turn=3, step=2))
-    assert outcome == Assembled(
+    outcome = await attempt(adapter, request(turn=3, step=2))
+    assert outcome == assembled(
         content=[{"type": "text", "text": "Sure."},
                  {"type": "tool-call", "id": "call-3-2-1", "name": "schedule_list", "arguments": "{}"}],
         usage=None, finish="tool-calls",
@@ -390,22 +404,22 @@ async def test_tool_call_without_name_is_malformed(server: Server, adapter: Open
 async def test_length_is_max_tokens(server: Server, adapter: OpenAIAdapter) -> None:
     server.actions.append(sse(delta(content="trunc"), delta(tool_calls=[
         {"index": 0, "id": "c", "function": {"name": "schedule_list", "arguments": "{"}}]), finish("length"), DONE))
-    outcome = await run_attempt(adapter, request())
-    assert outcome == Assembled(content=[{"type": "text", "text": "trunc"}], usage=None, finish="max-tokens")
+    outcome = await attempt(adapter, request())
+    assert outcome == assembled(content=[{"type": "text", "text": "trunc"}], usage=None, finish="max-tokens")
 
 
 async def test_function_call_and_a_missing_finish_reason_finish_like_stop(server: Server, adapter: OpenAIAdapter) -> None:
     server.actions.append(sse(delta(tool_calls=[
         {"index": 0, "id": "c", "function": {"name": "schedule_list", "arguments": "{}"}}]), finish("function_call"), DONE))
-    outcome = await run_attempt(adapter, request())
-    assert outcome == Assembled(
+    outcome = await attempt(adapter, request())
+    assert outcome == assembled(
         content=[{"type": "tool-call", "id": "c", "name": "schedule_list", "arguments": "{}"}],
         usage=None, finish="tool-calls",
     )
     server.actions.append(sse(delta(content="plain"), finish("function_call"), DONE))
-    assert await run_attempt(adapter, request()) == Assembled([{"type": "text", "text": "plain"}], None, "stop")
+    assert await attempt(adapter, request()) == assembled([{"type": "text", "text": "plain"}], None, "stop")
     server.actions.append(sse(delta(content="no reason"), DONE))
-    assert await run_attempt(adapter, request()) == Assembled([{"type": "text", "text": "no reason"}], None, "stop")
+    assert await attempt(adapter, request()) == assembled([{"type": "text", "text": "no reason"}], None, "stop")
 
 
 async def test_other_finish_reason_is_a_failure(server: Server, adapter: OpenAIAdapter) -> None:
@@ -419,34 +433,34 @@ async def test_completed_stream_without_content_is_empty_response(server: Server
     server.actions.append(sse(delta(role="assistant", content=""), finish("stop"), DONE))
     failure = await failure_of(adapter)
     assert failure == {"message": "model returned a completed response with no content", "code": "EMPTY_RESPONSE"}
-    assert is_retryable(failure)
+    assert is_retryable(msgspec.convert(failure, Failure))
 
 
 async def test_crlf_and_multiline_data(server: Server, adapter: OpenAIAdapter) -> None:
     payload = json.dumps({"choices": [{"delta": {"content": "multi"}, "finish_reason": "stop"}]}, indent=1)
     lines = "".join(f"data:{line}\r\n" for line in payload.split("\n"))
     server.actions.append(sse(lines.encode()[:7], lines.encode()[7:] + b"\r\n", b"data: [DONE]\r\n\r\n"))
-    outcome = await run_attempt(adapter, request())
-    assert outcome == Assembled(content=[{"type": "text", "text": "multi"}], usage=None, finish="stop")
+    outcome = await attempt(adapter, request())
+    assert outcome == assembled(content=[{"type": "text", "text": "multi"}], usage=None, finish="stop")
 
 
 async def test_missing_done_is_accepted_after_a_finish_reason(server: Server, adapter: OpenAIAdapter) -> None:
     server.actions.append(sse(delta(content="fine"), finish("stop")))
-    assert await run_attempt(adapter, request()) == Assembled([{"type": "text", "text": "fine"}], None, "stop")
+    assert await attempt(adapter, request()) == assembled([{"type": "text", "text": "fine"}], None, "stop")
 
 
 async def test_missing_done_without_finish_reason_is_stream_closed(server: Server, adapter: OpenAIAdapter) -> None:
     server.actions.append(sse(delta(content="cut")))
     failure = await failure_of(adapter)
     assert failure == {"message": "model stream ended without [DONE]", "code": "STREAM_CLOSED"}
-    assert not is_retryable(failure)
+    assert not is_retryable(msgspec.convert(failure, Failure))
 
 
 async def test_done_ends_the_stream_even_if_the_server_keeps_it_open(server: Server, adapter: OpenAIAdapter) -> None:
     server.actions.append(sse(delta(content="done"), DONE, hang=True))
-    assert await run_attempt(adapter, request()) == Assembled([{"type": "text", "text": "done"}], None, "stop")
+    assert await attempt(adapter, request()) == assembled([{"type": "text", "text": "done"}], None, "stop")
     server.actions.append(sse(delta(content="done"), DONE, end=False))  # then the connection drops
-    assert await run_attempt(adapter, request()) == Assembled([{"type": "text", "text": "done"}], None, "stop")
+    assert await attempt(adapter, request()) == assembled([{"type": "text", "text": "done"}], None, "stop")
 
 
 async def test_malformed_payload(server: Server, adapter: OpenAIAdapter) -> None:
@@ -465,7 +479,7 @@ async def test_connection_dropped_mid_stream_is_transport(server: Server, adapte
     failure = await failure_of(adapter)
     assert failure["code"] == "TRANSPORT"
     assert failure["message"].startswith(f"model API stream from {server.base_url} failed: ")
-    assert is_retryable(failure)
+    assert is_retryable(msgspec.convert(failure, Failure))
 
 
 async def test_connect_failure_is_transport() -> None:
@@ -493,12 +507,12 @@ async def test_cancellation_mid_stream_propagates(server: Server, adapter: OpenA
     server.actions.append(sse(delta(content="a"), hang=True))
     seen: list[Any] = []
     with trio.move_on_after(0.2) as scope:
-        await run_attempt(adapter, request(), seen.append)
+        await run_attempt(adapter, request(), seen.append)  # keeps the Structs
     assert scope.cancelled_caught
-    assert [c["type"] for c in seen] == ["block-start", "text-delta"]
+    assert [msgspec.to_builtins(c)["type"] for c in seen] == ["block-start", "text-delta"]
     # The adapter is still usable afterwards.
     server.actions.append(sse(delta(content="b"), finish("stop"), DONE))
-    assert await run_attempt(adapter, request()) == Assembled([{"type": "text", "text": "b"}], None, "stop")
+    assert await attempt(adapter, request()) == assembled([{"type": "text", "text": "b"}], None, "stop")
 
 
 # --- HTTP failures --------------------------------------------------------------------------
@@ -552,9 +566,9 @@ async def test_rate_limit_then_success(server: Server, adapter: OpenAIAdapter) -
     failure = await failure_of(adapter)
     assert list(failure.items()) == [("message", "slow down"), ("code", "RATE_LIMIT"), ("status", 429),
                                      ("providerRetryAfterMs", 2000), ("requestId", "req-7")]
-    assert is_retryable(failure)
-    assert await run_attempt(adapter, request()) == Assembled([{"type": "text", "text": "ok"}], None, "stop")
-    assert [r.body for r in server.requests][0] == server.requests[1].body
+    assert is_retryable(msgspec.convert(failure, Failure))
+    assert await attempt(adapter, request()) == assembled([{"type": "text", "text": "ok"}], None, "stop")
+    assert server.requests[0].body == server.requests[1].body
 
 
 async def test_retry_after_http_date(server: Server) -> None:
@@ -616,9 +630,9 @@ def test_retry_after_parsing() -> None:
 
 
 def test_usage_mapping() -> None:
-    assert map_usage({"prompt_tokens": 10, "completion_tokens": 3}) == {"inputTokens": 10, "outputTokens": 3}
-    assert map_usage({"prompt_tokens": 10, "completion_tokens": 3, "prompt_cache_hit_tokens": 4,
+    assert plain_usage({"prompt_tokens": 10, "completion_tokens": 3}) == {"inputTokens": 10, "outputTokens": 3}
+    assert plain_usage({"prompt_tokens": 10, "completion_tokens": 3, "prompt_cache_hit_tokens": 4,
                       "prompt_cache_miss_tokens": 6}) == {"inputTokens": 6, "outputTokens": 3, "cacheReadTokens": 4}
-    assert map_usage({"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 2},
+    assert plain_usage({"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 2},
                       "prompt_cache_hit_tokens": 4, "completion_tokens_details": {"reasoning_tokens": 1}}) == {
         "inputTokens": 8, "outputTokens": 3, "cacheReadTokens": 2, "reasoningTokens": 1}

@@ -1,4 +1,4 @@
-"""The offline, deterministic ``scripted`` model adapter (spec host.md §6.3).
+"""The offline, deterministic ``scripted`` model adapter (host §6.3).
 
 Rules mode answers from the trigger message (the last one that is not a time reading): tool
 results are summarised, reminder framings are echoed, and a few reminder phrases become schedule
@@ -19,58 +19,66 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Any
 
+import msgspec
 import trio
 
-from host.model import Chunk, Failure, FinishKind, ModelRequest, failure_chunk, finish_chunk, make_failure
-from schedule import compact_json
+from eventlog.values import compact_json
+from eventlog.vocab import ReasoningBlock, TextBlock, ToolCallBlock, Usage
+
+from ._adapter import ModelRequest
+from ._chunks import (
+    BlockEnd,
+    BlockStart,
+    Chunk,
+    Failure,
+    Finish,
+    FinishKind,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    UsageReport,
+    fail,
+    finish,
+    make_failure,
+)
 
 SCRIPT_ENV = "TURNLOG_SCRIPT"
 TEXT_PIECE_CHARS = 16
-SCRIPT_EXHAUSTED: Failure = {"message": "scripted model: script exhausted", "code": "SCRIPT_EXHAUSTED"}
+SCRIPT_EXHAUSTED = make_failure("scripted model: script exhausted", "SCRIPT_EXHAUSTED")
 
 
 # --- chunk building -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallBlock:
-    id: str
-    name: str
-    arguments: str
-
-
 class _Chunks:
-    """Collects one response's chunks in the stream order of §6.1: starts and deltas, then every
-    ``block-end``, then usage and the finish."""
+    """Collects one response's chunks in the stream order of host §6.1: starts and deltas, then
+    every ``block-end``, then usage and the finish."""
 
     def __init__(self) -> None:
         self._body: list[Chunk] = []
         self._ends: list[Chunk] = []
 
-    def text(self, block_type: str, text: str) -> None:
+    def text(self, block: TextBlock | ReasoningBlock) -> None:
         """A text or reasoning block in pieces of at most 16 characters; an empty text makes none."""
+        text = block.text
         if not text:
             return
         index = len(self._ends)
-        self._body.append({"type": "block-start", "index": index, "blockType": block_type})
+        reasoning = isinstance(block, ReasoningBlock)
+        self._body.append(BlockStart(index=index, block_type="reasoning" if reasoning else "text"))
+        delta = ReasoningDelta if reasoning else TextDelta
         for start in range(0, len(text), TEXT_PIECE_CHARS):
-            self._body.append({"type": f"{block_type}-delta", "index": index, "text": text[start:start + TEXT_PIECE_CHARS]})
-        self._ends.append({"type": "block-end", "index": index, "block": {"type": block_type, "text": text}})
+            self._body.append(delta(index=index, text=text[start : start + TEXT_PIECE_CHARS]))
+        self._ends.append(BlockEnd(index=index, block=block))
 
     def tool_call(self, call: ToolCallBlock) -> None:
         index = len(self._ends)
-        self._body.append({"type": "block-start", "index": index, "blockType": "tool-call"})
-        self._body.append(
-            {"type": "tool-call-delta", "index": index, "id": call.id, "name": call.name, "argumentsDelta": call.arguments}
-        )
-        self._ends.append({
-            "type": "block-end",
-            "index": index,
-            "block": {"type": "tool-call", "id": call.id, "name": call.name, "arguments": call.arguments},
-        })
+        self._body.append(BlockStart(index=index, block_type="tool-call"))
+        self._body.append(ToolCallDelta(index=index, id=call.id, name=call.name, arguments_delta=call.arguments))
+        self._ends.append(BlockEnd(index=index, block=call))
 
-    def finish(self, last: Chunk, usage: Mapping[str, Any] | None = None) -> list[Chunk]:
-        tail: list[Chunk] = [] if usage is None else [{"type": "usage", "usage": dict(usage)}]
+    def finish(self, last: Finish, usage: Usage | None = None) -> list[Chunk]:
+        tail: list[Chunk] = [] if usage is None else [UsageReport(usage=usage)]
         return [*self._body, *self._ends, *tail, last]
 
 
@@ -205,7 +213,7 @@ def rules_reply(request: ModelRequest) -> ToolCallBlock | str:
         if isinstance(reply, str):
             return reply
         name, arguments = reply
-        return ToolCallBlock(f"call-{request.turn}-{request.step}-0", name, compact_json(arguments))
+        return ToolCallBlock(id=f"call-{request.turn}-{request.step}-0", name=name, arguments=compact_json(arguments))
     return "OK."
 
 
@@ -213,10 +221,10 @@ def rules_chunks(request: ModelRequest) -> list[Chunk]:
     reply = rules_reply(request)
     chunks = _Chunks()
     if isinstance(reply, str):
-        chunks.text("text", reply)
-        return chunks.finish(finish_chunk("stop"))
+        chunks.text(TextBlock(text=reply))
+        return chunks.finish(finish("stop"))
     chunks.tool_call(reply)
-    return chunks.finish(finish_chunk("tool-calls"))
+    return chunks.finish(finish("tool-calls"))
 
 
 # --- script mode ----------------------------------------------------------------------------
@@ -242,7 +250,7 @@ class ScriptLine:
     text: str | None = None
     tool_calls: tuple[ScriptToolCall, ...] = ()
     finish: FinishKind | None = None
-    usage: Mapping[str, int] | None = None
+    usage: Usage | None = None
     error: Failure | None = None
     delay_ms: float = 0
     hang: bool = False
@@ -294,7 +302,7 @@ def _tool_calls(value: object) -> tuple[ScriptToolCall, ...]:
     return tuple(calls)
 
 
-def _usage(value: object) -> dict[str, int]:
+def _usage(value: object) -> Usage:
     problem = '"usage" must be an object with non-negative integer inputTokens and outputTokens'
     if not isinstance(value, dict) or "inputTokens" not in value or "outputTokens" not in value:
         raise _Invalid(problem)
@@ -303,7 +311,7 @@ def _usage(value: object) -> dict[str, int]:
             raise _Invalid(f'"usage" has an unknown key "{key}"')
         if not _count(count):
             raise _Invalid(f"usage.{key} must be a non-negative integer")
-    return {key: value[key] for key in _USAGE_KEYS if key in value}
+    return msgspec.convert(value, Usage)
 
 
 def _error(value: object) -> Failure:
@@ -369,15 +377,14 @@ def _reject_constant(token: str) -> Any:
 def parse_script(data: bytes | str) -> tuple[ScriptLine, ...]:
     """Validate a whole JSONL script; blank lines are skipped. Raises :class:`ScriptError`
     ``script line <n>: <problem>`` for the first invalid line."""
-    raw_lines = data.split(b"\n") if isinstance(data, bytes) else data.split("\n")
+    pieces: Sequence[bytes | str] = data.split(b"\n") if isinstance(data, bytes) else data.split("\n")
     lines = []
-    for number, raw in enumerate(raw_lines, start=1):
+    for number, piece in enumerate(pieces, start=1):
         try:
-            if isinstance(raw, bytes):
-                try:
-                    raw = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise _Invalid("not valid UTF-8") from None
+            try:
+                raw = piece.decode("utf-8") if isinstance(piece, bytes) else piece
+            except UnicodeDecodeError:
+                raise _Invalid("not valid UTF-8") from None
             if not raw.strip():
                 continue
             try:
@@ -400,22 +407,23 @@ def load_script(path: str | PathLike[str]) -> tuple[ScriptLine, ...]:
     return parse_script(data)
 
 
-def line_chunks(line: ScriptLine, request: ModelRequest) -> list[Chunk]:
-    """The chunks of one script line: reasoning, text, tool calls, then usage and the finish (or
-    the line's error). A tool call's default id is ``call-<turn>-<step>-<i>``."""
+def line_chunks(line: ScriptLine, request: ModelRequest) -> list[Chunk | Mapping[str, Any]]:
+    """The chunks of one script line: its raw ``chunks`` (copies of the dicts, verbatim), or
+    reasoning, text, tool calls, then usage and the finish (or the line's error). A tool call's
+    default id is ``call-<turn>-<step>-<i>``."""
     if line.chunks is not None:
-        return [dict(chunk) for chunk in line.chunks]  # type: ignore[misc]
+        return [dict(chunk) for chunk in line.chunks]
     chunks = _Chunks()
-    chunks.text("reasoning", line.reasoning or "")
-    chunks.text("text", line.text or "")
+    chunks.text(ReasoningBlock(text=line.reasoning or ""))
+    chunks.text(TextBlock(text=line.text or ""))
     for i, call in enumerate(line.tool_calls):
         call_id = call.id or f"call-{request.turn}-{request.step}-{i}"
-        chunks.tool_call(ToolCallBlock(call_id, call.name, call.arguments))
+        chunks.tool_call(ToolCallBlock(id=call_id, name=call.name, arguments=call.arguments))
     if line.error is not None:
-        last = failure_chunk(line.error)
+        last = fail(line.error)
     else:
-        last = finish_chunk(line.finish or ("tool-calls" if line.tool_calls else "stop"))
-    return chunks.finish(last, line.usage)
+        last = finish(line.finish or ("tool-calls" if line.tool_calls else "stop"))
+    return list(chunks.finish(last, line.usage))
 
 
 class ScriptedAdapter:
@@ -429,13 +437,13 @@ class ScriptedAdapter:
         self._script = script
         self._cursor = 0
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk | Mapping[str, Any]]:
         if self._script is None:
-            for chunk in rules_chunks(request):
-                yield chunk
+            for rule_chunk in rules_chunks(request):
+                yield rule_chunk
             return
         if self._cursor >= len(self._script):
-            yield failure_chunk(SCRIPT_EXHAUSTED)
+            yield fail(SCRIPT_EXHAUSTED)
             return
         line = self._script[self._cursor]
         self._cursor += 1

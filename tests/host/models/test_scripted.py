@@ -1,4 +1,5 @@
-"""The scripted adapter: rules mode and script mode (host.md §6.3)."""
+"""The scripted adapter: rules mode and script mode (host §6.3). Chunks and outcomes are
+compared as their JSON shapes (``msgspec.to_builtins``)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
-from host.model import Assembled, Failed, ModelRequest, run_attempt
-from host.scripted import ScriptedAdapter, ScriptError, load_script, parse_script
+from host.models import (
+    ModelRequest,
+    ScriptedAdapter,
+    ScriptError,
+    load_script,
+    parse_script,
+    run_attempt,
+)
 
 Message = dict[str, Any]
 
@@ -57,22 +65,28 @@ def request(*messages: Message, turn: int = 1, step: int = 1, session: str = "ma
 
 
 async def chunks_of(adapter: ScriptedAdapter, req: ModelRequest) -> list[dict[str, Any]]:
-    return [chunk async for chunk in adapter.stream(req)]
+    return [msgspec.to_builtins(chunk) async for chunk in adapter.stream(req)]
 
 
-async def reply(*messages: Message, turn: int = 1, step: int = 1) -> Assembled | Failed:
-    return await run_attempt(ScriptedAdapter(), request(*messages, turn=turn, step=step))
+async def attempt(adapter: ScriptedAdapter, req: ModelRequest, on_chunk: Any = None) -> Any:
+    """``run_attempt``'s outcome as JSON: ``{"content","usage","finish"}`` or ``{"failure"}``."""
+    return msgspec.to_builtins(await run_attempt(adapter, req, on_chunk))
 
 
-def text_reply(text: str) -> Assembled:
-    return Assembled(content=[{"type": "text", "text": text}], usage=None, finish="stop")
+async def reply(*messages: Message, turn: int = 1, step: int = 1) -> Any:
+    return await attempt(ScriptedAdapter(), request(*messages, turn=turn, step=step))
 
 
-def call_reply(name: str, arguments: str, call_id: str = "call-1-1-0") -> Assembled:
-    return Assembled(
-        content=[{"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}], usage=None,
-        finish="tool-calls",
-    )
+def text_reply(text: str) -> Any:
+    return {"content": [{"type": "text", "text": text}], "usage": None, "finish": "stop"}
+
+
+def call_reply(name: str, arguments: str, call_id: str = "call-1-1-0") -> Any:
+    return {
+        "content": [{"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}],
+        "usage": None,
+        "finish": "tool-calls",
+    }
 
 
 # --- rules mode: chunk shapes ---------------------------------------------------------------
@@ -177,14 +191,14 @@ async def test_time_readings_are_not_triggers() -> None:
     [
         ("Error: unknown tool \"x\"", True, 'The tool failed: Error: unknown tool "x"'),
         ('{"code":"invalid_rule","message":"Bad delay."}', False, "The tool reported invalid_rule: Bad delay."),
-        ('{"id":"schedule-1","kind":"after","prompt":"stretch","afterSeconds":5,'
-         '"scheduledAt":"2026-02-10T12:00:05.006Z","state":"scheduled","deliveryMode":"session-local"}', False,
+        (('{"id":"schedule-1","kind":"after","prompt":"stretch","afterSeconds":5,'
+          '"scheduledAt":"2026-02-10T12:00:05.006Z","state":"scheduled","deliveryMode":"session-local"}'), False,
          "Reminder schedule-1 is set for 2026-02-10T12:00:05.006Z."),
         ('{"id":"schedule-2","deleted":true}', False, "Deleted reminder schedule-2."),
         ('{"id":"schedule-9","deleted":false,"code":"schedule_not_found"}', False, "No active reminder schedule-9."),
         ("[]", False, "You have no active reminders."),
-        ('[{"id":"schedule-1","scheduledAt":"2026-02-10T12:00:05.006Z"},'
-         '{"id":"schedule-2","scheduledAt":"2026-02-11T08:00:00.000Z"}]', False,
+        (('[{"id":"schedule-1","scheduledAt":"2026-02-10T12:00:05.006Z"},'
+          '{"id":"schedule-2","scheduledAt":"2026-02-11T08:00:00.000Z"}]'), False,
          "Active reminders: schedule-1 at 2026-02-10T12:00:05.006Z; schedule-2 at 2026-02-11T08:00:00.000Z"),
         ('{"ok":1}', False, 'Done: {"ok":1}'),
         ("not json", False, "Done: not json"),
@@ -323,11 +337,12 @@ async def test_emission_order_and_defaults() -> None:
 
 async def test_finish_defaults() -> None:
     adapter = scripted({"toolCalls": [{"name": "t"}]}, {"text": "a"}, {"text": "b", "finish": "max-tokens"})
-    outcomes = [await run_attempt(adapter, request(user("x"))) for _ in range(3)]
+    outcomes = [await attempt(adapter, request(user("x"))) for _ in range(3)]
     assert outcomes == [
-        Assembled([{"type": "tool-call", "id": "call-1-1-0", "name": "t", "arguments": "{}"}], None, "tool-calls"),
-        Assembled([{"type": "text", "text": "a"}], None, "stop"),
-        Assembled([{"type": "text", "text": "b"}], None, "max-tokens"),
+        {"content": [{"type": "tool-call", "id": "call-1-1-0", "name": "t", "arguments": "{}"}], "usage": None,
+         "finish": "tool-calls"},
+        {"content": [{"type": "text", "text": "a"}], "usage": None, "finish": "stop"},
+        {"content": [{"type": "text", "text": "b"}], "usage": None, "finish": "max-tokens"},
     ]
 
 
@@ -343,8 +358,8 @@ async def test_error_comes_after_blocks_and_usage() -> None:
 async def test_a_line_without_blocks_is_an_empty_response() -> None:
     adapter = scripted({}, {"usage": {"inputTokens": 1, "outputTokens": 0}})
     assert await chunks_of(adapter, request()) == [{"type": "finish", "reason": {"kind": "stop"}}]
-    outcome = await run_attempt(adapter, request())
-    assert outcome == Failed({"message": "model returned a completed response with no content", "code": "EMPTY_RESPONSE"})
+    outcome = await attempt(adapter, request())
+    assert outcome == {"failure": {"message": "model returned a completed response with no content", "code": "EMPTY_RESPONSE"}}
 
 
 async def test_raw_chunks_are_emitted_verbatim() -> None:
@@ -355,20 +370,20 @@ async def test_raw_chunks_are_emitted_verbatim() -> None:
 
 async def test_raw_chunks_without_finish_are_an_adapter_error() -> None:
     adapter = scripted({"chunks": [{"type": "text-delta", "index": 0, "text": "x"}]})
-    outcome = await run_attempt(adapter, request())
-    assert isinstance(outcome, Failed) and outcome.failure["code"] == "ADAPTER_ERROR"
+    outcome = await attempt(adapter, request())
+    assert outcome["failure"]["code"] == "ADAPTER_ERROR"
 
 
 async def test_one_cursor_shared_by_sessions_then_exhausted() -> None:
     adapter = scripted({"text": "first"}, {"text": "second"})
-    first = await run_attempt(adapter, request(session="a"))
-    second = await run_attempt(adapter, request(session="b"))
-    third = await run_attempt(adapter, request(session="a"))
+    first = await attempt(adapter, request(session="a"))
+    second = await attempt(adapter, request(session="b"))
+    third = await attempt(adapter, request(session="a"))
     assert (first, second) == (text_reply("first"), text_reply("second"))
-    assert third == Failed({"message": "scripted model: script exhausted", "code": "SCRIPT_EXHAUSTED"})
+    assert third == {"failure": {"message": "scripted model: script exhausted", "code": "SCRIPT_EXHAUSTED"}}
     # Each instance has its own cursor.
     other = scripted({"text": "first"})
-    assert await run_attempt(other, request()) == text_reply("first")
+    assert await attempt(other, request()) == text_reply("first")
 
 
 async def test_delay_sleeps_before_each_chunk(autojump_clock: trio.testing.MockClock) -> None:
@@ -384,6 +399,6 @@ async def test_hang_emits_nothing_until_cancelled(autojump_clock: trio.testing.M
     adapter = scripted({"hang": True, "text": "never"}, {"text": "after"})
     seen: list[Any] = []
     with trio.move_on_after(3600) as scope:
-        await run_attempt(adapter, request(), seen.append)
+        await attempt(adapter, request(), seen.append)
     assert scope.cancelled_caught and seen == []
-    assert await run_attempt(adapter, request()) == text_reply("after")
+    assert await attempt(adapter, request()) == text_reply("after")

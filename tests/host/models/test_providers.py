@@ -6,11 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from host.model import Assembled, Failed, ModelRequest, run_attempt
-from host.openai import OpenAIAdapter
-from host.providers import (
+from eventlog.vocab import TextBlock
+from host.models import (
     PROVIDERS,
+    Assembled,
+    Failed,
     ModelAdapters,
+    ModelRequest,
+    OpenAIAdapter,
+    ScriptedAdapter,
+    ScriptError,
     UnknownProviderError,
     default_provider,
     load_configured_script,
@@ -18,8 +23,8 @@ from host.providers import (
     missing_model_usage_error,
     provider_config,
     resolve_model,
+    run_attempt,
 )
-from host.scripted import ScriptedAdapter, ScriptError
 
 ALL = {
     "TURNLOG_BASE_URL": "http://turnlog.local/v1/",
@@ -115,8 +120,8 @@ async def test_model_adapters_share_one_adapter_per_provider(tmp_path: Path) -> 
     assert adapters.get("scripted") is adapters.get("scripted")
     first = await run_attempt(adapters.get("scripted"), request("a"))
     second = await run_attempt(adapters.get("scripted"), request("b"))
-    assert isinstance(first, Assembled) and first.content == [{"type": "text", "text": "one"}]
-    assert isinstance(second, Assembled) and second.content == [{"type": "text", "text": "two"}]
+    assert isinstance(first, Assembled) and first.content == [TextBlock(text="one")]
+    assert isinstance(second, Assembled) and second.content == [TextBlock(text="two")]
     assert isinstance(await run_attempt(adapters.get("scripted"), request("a")), Failed)
     openai = adapters.get("openai")
     assert openai is adapters.get("openai") and isinstance(openai, OpenAIAdapter)

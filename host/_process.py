@@ -1,10 +1,9 @@
-"""What the ``turnlog`` process reports about itself (host.md §7): its installed version and the
-exit status after SIGINT. Free of heavy imports, so ``turnlog --version`` starts fast."""
+"""What the ``turnlog`` process reports about itself (host §7): its installed version and the
+exit status after SIGINT. Imports nothing heavy; every layer of host may use it."""
 
 from __future__ import annotations
 
 import functools
-from importlib.metadata import PackageNotFoundError, version
 
 EXIT_SIGINT = 130
 
@@ -12,6 +11,8 @@ EXIT_SIGINT = 130
 @functools.cache
 def package_version() -> str:
     """The installed turnlog version (``0.0.0`` when running from a tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version  # deferred: it costs ~25 ms
+
     try:
         return version("turnlog")
     except PackageNotFoundError:

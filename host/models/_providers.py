@@ -1,4 +1,4 @@
-"""Model providers and their configuration (spec host.md §6.5).
+"""Model providers and their configuration (host §6.5).
 
 | provider            | adapter  | base URL (first set)                                          | key (first set)                      |
 |---------------------|----------|---------------------------------------------------------------|--------------------------------------|
@@ -15,12 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from os import PathLike
-from typing import TYPE_CHECKING
 
-from host.scripted import SCRIPT_ENV, ScriptedAdapter, ScriptLine, load_script
-
-if TYPE_CHECKING:
-    from host.openai import OpenAIAdapter
+from ._scripted import SCRIPT_ENV, ScriptedAdapter, ScriptLine, load_script
+from .openai import OpenAIAdapter
 
 SCRIPTED_MODEL = "scripted"
 MODEL_ENV = "TURNLOG_MODEL"
@@ -116,8 +113,6 @@ def make_adapter(
     config = provider_config(provider, env)
     if config.adapter == "scripted":
         return ScriptedAdapter(script)
-    from host.openai import OpenAIAdapter  # deferred: httpx loads only once a remote provider is used
-
     assert config.base_url is not None
     return OpenAIAdapter(base_url=config.base_url, api_key=config.api_key, provider=provider)
 
