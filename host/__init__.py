@@ -16,46 +16,53 @@ from typing import TYPE_CHECKING, Any
 # `turnlog` command line can answer --help and --version, or run a log command, without
 # importing trio, httpx and every package of the host.
 _EXPORTS = {
-    "DEFAULT_SYSTEM_PROMPT": "host.agent",
-    "Agent": "host.agent",
-    "AgentClosed": "host.agent",
-    "Route": "host.agent",
-    "SchedulePort": "host.agent",
-    "Adapters": "host.app",
-    "ChildCreated": "host.app",
-    "Delta": "host.app",
-    "EventAppended": "host.app",
-    "Host": "host.app",
-    "HostConfig": "host.app",
-    "LiveSession": "host.app",
-    "Notification": "host.app",
-    "ShutdownReport": "host.app",
-    "StatusChanged": "host.app",
-    "open_host": "host.app",
-    "HostError": "host.boundary",
-    "canonical_client_zone": "host.boundary",
-    "check_session_id": "host.boundary",
-    "resolve_root": "host.boundary",
+    "DEFAULT_SYSTEM_PROMPT": "host.runtime",
+    "Agent": "host.runtime",
+    "AgentClosed": "host.runtime",
+    "Route": "host.runtime",
+    "SchedulePort": "host.runtime",
+    "Adapters": "host.runtime",
+    "ChildCreated": "host.runtime",
+    "Delta": "host.runtime",
+    "EventAppended": "host.runtime",
+    "Host": "host.runtime",
+    "HostConfig": "host.runtime",
+    "LiveSession": "host.runtime",
+    "Notification": "host.runtime",
+    "ShutdownReport": "host.runtime",
+    "StatusChanged": "host.runtime",
+    "open_host": "host.runtime",
+    "HostError": "host.runtime",
+    "canonical_client_zone": "host.runtime",
+    "check_session_id": "host.runtime",
+    "resolve_root": "host.runtime",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from host.agent import DEFAULT_SYSTEM_PROMPT, Agent, AgentClosed, Route, SchedulePort
-    from host.app import (
+    from host.runtime import (
+        DEFAULT_SYSTEM_PROMPT,
         Adapters,
+        Agent,
+        AgentClosed,
         ChildCreated,
         Delta,
         EventAppended,
         Host,
         HostConfig,
+        HostError,
         LiveSession,
         Notification,
+        Route,
+        SchedulePort,
         ShutdownReport,
         StatusChanged,
+        canonical_client_zone,
+        check_session_id,
         open_host,
+        resolve_root,
     )
-    from host.boundary import HostError, canonical_client_zone, check_session_id, resolve_root
 
 
 def __getattr__(name: str) -> Any:

@@ -26,19 +26,20 @@ import schedule
 import timecontext
 from eventlog import Event, EventLogError
 from host._process import EXIT_SIGINT
-from host.app import (
+from host.models import BlockEnd, Chunk, TextDelta
+from host.runtime import (
     Adapters,
     Delta,
     EventAppended,
     Host,
     HostConfig,
+    HostError,
     LiveSession,
     Notification,
     StatusChanged,
+    check_session_id,
     open_host,
 )
-from host.boundary import HostError, check_session_id
-from host.models import BlockEnd, Chunk, TextDelta
 
 PROMPT = "> "
 STDIN_FD = 0

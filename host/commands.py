@@ -24,9 +24,6 @@ import trio
 import schedule
 import timecontext
 from eventlog import SystemClock
-from host.agent import DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT
-from host.app import HostConfig, open_host
-from host.boundary import resolve_root
 from host.chat import run_chat
 from host.cli import StartupError, UsageError
 from host.demo import demo_config, run_demo
@@ -42,6 +39,7 @@ from host.models import (
     resolve_model,
 )
 from host.rpc import serve_stdio
+from host.runtime import DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, HostConfig, open_host, resolve_root
 
 SYSTEM_ZONE_HINT = "; pass --time-zone ZONE or --no-time-context"
 SERVE_PREFIX = "turnlog serve: "

@@ -22,10 +22,17 @@ import trio
 
 import schedule
 from eventlog import Event, EventLogError, SessionStore, read_log
-from host.app import EventAppended, HostConfig, Notification, StatusChanged, open_host, sole_exception
-from host.boundary import HostError
 from host.chat import PROMPT, admit_text, reminder_notice, reminders_inserted, text_of, transcript_lines
 from host.models import ScriptedAdapter
+from host.runtime import (
+    EventAppended,
+    HostConfig,
+    HostError,
+    Notification,
+    StatusChanged,
+    open_host,
+    sole_exception,
+)
 
 FIRST_TURN_TIMEOUT_S = 30.0
 REMINDER_GRACE_S = 30.0  # beyond the reminder's delay, before the demo gives up

@@ -20,8 +20,16 @@ from typing import Any
 
 import msgspec
 
-from host.app import ChildCreated, Delta, EventAppended, Notification, StatusChanged
-from host.boundary import SESSION_ID_RULE, HostError, check_session_id
+from host.runtime import (
+    SESSION_ID_RULE,
+    ChildCreated,
+    Delta,
+    EventAppended,
+    HostError,
+    Notification,
+    StatusChanged,
+    check_session_id,
+)
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 ID_PROBE_BYTES = 1024  # how much of an over-long line is searched for its "id"

@@ -15,7 +15,7 @@ import eventlog.cli
 import schedule
 import timecontext
 from eventlog import LogSnapshot
-from host.boundary import resolve_root
+from host.runtime import resolve_root
 
 
 def schedule_check(snapshot: LogSnapshot) -> list[str]:

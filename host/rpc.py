@@ -25,8 +25,6 @@ from typing import Any
 import trio
 
 from host._process import EXIT_SIGINT, package_version
-from host.app import EventAppended, Host, Notification, ShutdownReport, StatusChanged
-from host.boundary import HostError, shutting_down
 from host.jsonrpc import (
     DEFAULT_MAX_LINE_BYTES,
     SERVER_INFO,
@@ -54,6 +52,15 @@ from host.jsonrpc import (
     session_id_param,
     unknown_method,
     unsupported_json,
+)
+from host.runtime import (
+    EventAppended,
+    Host,
+    HostError,
+    Notification,
+    ShutdownReport,
+    StatusChanged,
+    shutting_down,
 )
 
 EXIT_DRAIN_SECONDS = 0.5  # how long the final frames may take to leave after shutdown

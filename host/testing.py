@@ -45,9 +45,17 @@ import trio.lowlevel
 import trio.testing
 
 from eventlog import Event, LogSnapshot, read_log
-from host.agent import AgentClosed
-from host.app import Adapters, EventAppended, Host, HostConfig, Notification, ShutdownReport, open_host
 from host.models import ScriptedAdapter
+from host.runtime import (
+    Adapters,
+    AgentClosed,
+    EventAppended,
+    Host,
+    HostConfig,
+    Notification,
+    ShutdownReport,
+    open_host,
+)
 from timecontext import PreStepHook
 
 DEFAULT_BASE_MS = 1_770_724_800_000

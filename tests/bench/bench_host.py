@@ -37,7 +37,7 @@ import trio.testing
 
 import schedule
 from eventlog import SessionStore
-from host.app import EventAppended, Host, HostConfig, open_host
+from host.runtime import EventAppended, Host, HostConfig, open_host
 from host.models import ModelRequest, ScriptedAdapter
 from host.rpc import Server
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import trio
 
-from host.app import Delta, EventAppended
 from host.models import ScriptedAdapter, parse_script
+from host.runtime import Delta, EventAppended
 from host.testing import Harness
 from timecontext import PreStep
 

@@ -17,9 +17,9 @@ from typing import Any
 import trio
 import trio.testing
 
-from host.app import Host, HostConfig, open_host
 from host.models import ScriptedAdapter, parse_script
 from host.rpc import DEFAULT_MAX_LINE_BYTES, Server
+from host.runtime import Host, HostConfig, open_host
 
 HANG_GUARD_S = 20.0  # only guards against a hang; never an assertion about speed
 

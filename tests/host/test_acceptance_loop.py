@@ -29,10 +29,17 @@ import trio
 
 import eventlog.fileio
 from eventlog import read_log
-from host.app import ChildCreated, EventAppended, HostError, StatusChanged
 from host.models import ModelRequest, OpenAIAdapter, ScriptedAdapter, parse_script
+from host.runtime import (
+    ChildCreated,
+    EventAppended,
+    FunctionTool,
+    HostError,
+    StatusChanged,
+    ToolError,
+    ToolSpec,
+)
 from host.testing import Harness, open_harness
-from host.tools import FunctionTool, ToolError, ToolSpec
 from schedule import AgentBusy, InvalidToolArguments
 from tests.fixture_paths import DSH_FIXTURES
 from tests.host.loop_support import (

@@ -25,7 +25,7 @@ from host.models.openai import (
     map_usage,
     parse_retry_after,
 )
-from host.tools import ToolSpec
+from host.runtime import ToolSpec
 
 # A response closed before its body ends (a failure mid-stream, a cancel, a capped error body)
 # leaves httpx's and httpcore's internal body generators to trio's async-generator finalizer, which warns

@@ -30,7 +30,8 @@ from eventlog import (
     UnsupportedFormat,
 )
 from eventlog.format import check_session_id as _check_eventlog_id
-from host.history import InboxReplayError
+
+from ._history import InboxReplayError
 
 SESSION_ID_RULE = "[A-Za-z0-9][A-Za-z0-9._-]{0,127}"  # eventlog.md §4.2, as the refusals quote it
 INVALID_TIME_ZONE_MESSAGE = "clientTimeZone must be UTC or a valid IANA Area/Location name"

@@ -11,10 +11,8 @@ import pytest
 import trio
 
 import eventlog.fileio
-from host.agent import Agent
-from host.app import Delta, EventAppended, StatusChanged
+from host.runtime import Agent, Delta, EventAppended, FunctionTool, StatusChanged, ToolError, ToolSpec
 from host.testing import Harness, open_harness
-from host.tools import FunctionTool, ToolError, ToolSpec
 from schedule import AgentBusy
 from tests.host.loop_support import (
     UUID4,

@@ -1,7 +1,7 @@
-"""The tool registry, argument checks and tool-result texts (spec host.md §3.7).
+"""The tool registry, argument checks and tool-result texts (host §3.7).
 
 Pure parts: :class:`ToolRegistry`, :func:`parse_arguments`, :func:`check_schema` and the
-:class:`ToolResult` builders, which produce the exact texts and error objects of §3.7. The one
+:class:`ToolOutcome` builders, which produce the exact texts and error objects of host §3.7. The one
 effect is :func:`execute`, which runs steps 3–6 for one call; steps 1–2 (cancel before dispatch,
 ``tool/call`` and its flush) and the cancellation result belong to the agent loop.
 """
@@ -12,11 +12,15 @@ import json
 import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from msgspec import UNSET
+
+from eventlog import vocab
+from eventlog.values import compact_json
 from eventlog.vocab import ToolSpec
-from schedule import InvalidToolArguments, compact_json
+from schedule import InvalidToolArguments
 
 TOOL_NAME_PATTERN = "[A-Za-z0-9_-]{1,64}"
 _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
@@ -63,7 +67,8 @@ class FunctionTool:
 
 
 class ScheduleSpec(Protocol):
-    """The part of ``schedule.ToolSpec`` the host uses (schedule.md §9)."""
+    """The part of ``schedule.ToolSpec`` the host uses (schedule §9): schedule keeps its own spec
+    type on purpose, since it cannot import host's; :func:`schedule_tools` maps it to ours."""
 
     @property
     def name(self) -> str: ...
@@ -215,7 +220,7 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 
 def check_schema(value: Any, schema: Mapping[str, Any], path: str = "$") -> SchemaViolation | None:
-    """Check ``value`` against the JSON-schema subset of §3.7 and return the first violation.
+    """Check ``value`` against the JSON-schema subset of host §3.7 and return the first violation.
 
     Checked: ``type`` (a name or a list of names), ``enum``, ``oneOf``, and for objects
     ``required`` (in its order), ``additionalProperties: false`` and ``properties``, for arrays
@@ -286,87 +291,77 @@ class ToolError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The outcome of one tool call: the result's content blocks, ``isError``, and for failures
-    the ``{"name","code"}`` object written as ``tool/result`` data ``error``."""
+class ToolOutcome:
+    """How one tool call ended: the text of its result's one text block and, for a failure, the
+    ``{"name","code"}`` error the ``tool/result`` carries (host §3.7)."""
 
-    content: list[dict[str, Any]]
-    is_error: bool
-    error: dict[str, str] | None = field(default=None)
+    text: str
+    error: vocab.ToolError | None = None
 
-    @classmethod
-    def success(cls, value: Any) -> ToolResult:
-        """One text block holding ``compact_json(value)``, ``isError:false``."""
-        return cls([{"type": "text", "text": compact_json(value)}], False)
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
 
     @classmethod
-    def failure(cls, text: str, name: str, code: str) -> ToolResult:
-        return cls([{"type": "text", "text": text}], True, {"name": name, "code": code})
+    def success(cls, value: Any) -> ToolOutcome:
+        """The compact JSON of ``value`` (raw non-ASCII, lone surrogates escaped). Raises
+        ``TypeError``/``ValueError`` for a value JSON cannot hold, ``RecursionError`` for one
+        nested too deeply."""
+        return cls(compact_json(value))
 
-    def message(self, call_id: str, message_id: str) -> dict[str, Any]:
-        """The tool-result message, keys in eventlog's order."""
-        return {
-            "id": message_id,
-            "role": "user",
-            "source": {"kind": "tool", "callId": call_id},
-            "content": [
-                {"type": "tool-result", "toolCallId": call_id, "isError": self.is_error, "content": self.content}
-            ],
-        }
+    @classmethod
+    def failure(cls, text: str, name: str, code: str) -> ToolOutcome:
+        return cls(text, vocab.ToolError(name=name, code=code))
 
-    def data(self, turn: int, step: int, call_id: str, message_id: str) -> dict[str, Any]:
-        """``tool/result`` data: ``{"turn","step","message"[,"error"]}``."""
-        data: dict[str, Any] = {"turn": turn, "step": step, "message": self.message(call_id, message_id)}
-        if self.error is not None:
-            data["error"] = self.error
-        return data
+    def data(self, turn: int, step: int, call_id: str, message_id: str) -> vocab.ToolResult:
+        """The ``tool/result`` data: ``{"turn","step","message"[,"error"]}``."""
+        block = vocab.ToolResultBlock(
+            tool_call_id=call_id, is_error=self.is_error, content=[vocab.TextBlock(text=self.text)]
+        )
+        message = vocab.Message(id=message_id, role="user", source=vocab.ToolSource(call_id=call_id), content=[block])
+        return vocab.ToolResult(turn=turn, step=step, message=message, error=UNSET if self.error is None else self.error)
 
 
-def tool_call_data(turn: int, step: int, call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    """``tool/call`` data: ``{"turn","step","callId","name","arguments"}``."""
-    return {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": arguments}
+def unknown_tool_result(name: str) -> ToolOutcome:
+    return ToolOutcome.failure(f'Error: unknown tool "{name}"', "ToolNotFoundError", "UNKNOWN_TOOL")
 
 
-def unknown_tool_result(name: str) -> ToolResult:
-    return ToolResult.failure(f'Error: unknown tool "{name}"', "ToolNotFoundError", "UNKNOWN_TOOL")
-
-
-def invalid_arguments_result(name: str, detail: str) -> ToolResult:
-    return ToolResult.failure(
+def invalid_arguments_result(name: str, detail: str) -> ToolOutcome:
+    return ToolOutcome.failure(
         f"Error: invalid arguments for {name}: {detail}", "ToolArgumentsError", "INVALID_ARGS"
     )
 
 
-def aborted_result() -> ToolResult:
+def aborted_result() -> ToolOutcome:
     """The result of a call cancelled while it ran."""
-    return ToolResult.failure("Error: tool call aborted", "AbortError", "ABORTED")
+    return ToolOutcome.failure("Error: tool call aborted", "AbortError", "ABORTED")
 
 
-def aborted_before_dispatch_result() -> ToolResult:
+def aborted_before_dispatch_result() -> ToolOutcome:
     """The result of a call whose turn was cancelled before it started."""
-    return ToolResult.failure("Error: tool call aborted before dispatch", "AbortError", "ABORTED_BEFORE_DISPATCH")
+    return ToolOutcome.failure("Error: tool call aborted before dispatch", "AbortError", "ABORTED_BEFORE_DISPATCH")
 
 
-def persistence_result(detail: str) -> ToolResult:
+def persistence_result(detail: str) -> ToolOutcome:
     """The result of a call that did not run because the ``tool/call`` flush failed."""
-    return ToolResult.failure(
+    return ToolOutcome.failure(
         f"Error: the session log could not be made durable: {detail}", "PersistenceError", "PERSISTENCE"
     )
 
 
-def exception_result(name: str, exc: Exception) -> ToolResult:
-    """Map an exception raised by tool ``name``'s body to its result (§3.7 steps 4 and 6)."""
+def exception_result(name: str, exc: Exception) -> ToolOutcome:
+    """Map an exception raised by tool ``name``'s body to its result (host §3.7 steps 4 and 6)."""
     if isinstance(exc, InvalidToolArguments):
         return invalid_arguments_result(name, exc.message)
     if isinstance(exc, ToolArgumentsError):
         return invalid_arguments_result(name, exc.detail)
     if isinstance(exc, ToolError):
-        return ToolResult.failure(f"Error: {exc.message}", type(exc).__name__, exc.code)
-    return ToolResult.failure(f"Error: {str(exc) or type(exc).__name__}", type(exc).__name__, "TOOL_FAILED")
+        return ToolOutcome.failure(f"Error: {exc.message}", type(exc).__name__, exc.code)
+    return ToolOutcome.failure(f"Error: {str(exc) or type(exc).__name__}", type(exc).__name__, "TOOL_FAILED")
 
 
-async def execute(registry: ToolRegistry, name: str, raw_arguments: str, ctx: ToolContext) -> ToolResult:
-    """Steps 3–6 of §3.7 for one call: look the tool up, parse and check its arguments, run it,
+async def execute(registry: ToolRegistry, name: str, raw_arguments: str, ctx: ToolContext) -> ToolOutcome:
+    """Steps 3–6 of host §3.7 for one call: look the tool up, parse and check its arguments, run it,
     and render the result. Exceptions become error results; ``trio.Cancelled`` (a
     ``BaseException``) propagates, and the agent then records :func:`aborted_result`."""
     tool = registry.get(name)
@@ -381,6 +376,6 @@ async def execute(registry: ToolRegistry, name: str, raw_arguments: str, ctx: To
     except Exception as exc:
         return exception_result(name, exc)
     try:
-        return ToolResult.success(value)
+        return ToolOutcome.success(value)
     except Exception as exc:  # not JSON (TypeError, ValueError), or too deep (RecursionError)
         return exception_result(name, exc)

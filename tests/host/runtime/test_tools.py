@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
@@ -11,14 +10,15 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host.tools import (
+from eventlog.vocab import ToolError as ToolError_
+from host.runtime import (
     FunctionTool,
     ToolArgumentsError,
     ToolContext,
     ToolError,
+    ToolOutcome,
     ToolRegistrationError,
     ToolRegistry,
-    ToolResult,
     ToolSpec,
     aborted_before_dispatch_result,
     aborted_result,
@@ -27,7 +27,6 @@ from host.tools import (
     parse_arguments,
     persistence_result,
     schedule_tools,
-    tool_call_data,
 )
 from schedule import InvalidToolArguments
 
@@ -235,50 +234,46 @@ def test_empty_schema_accepts_everything(value: Any) -> None:
 
 
 def test_success_is_one_compact_json_text_block_with_raw_non_ascii() -> None:
-    result = ToolResult.success({"id": "schedule-1", "prompt": "Tee trinken ☕", "n": [1, 2]})
-    assert result.content == [{"type": "text", "text": '{"id":"schedule-1","prompt":"Tee trinken ☕","n":[1,2]}'}]
+    result = ToolOutcome.success({"id": "schedule-1", "prompt": "Tee trinken ☕", "n": [1, 2]})
+    assert result.text == '{"id":"schedule-1","prompt":"Tee trinken ☕","n":[1,2]}'
     assert not result.is_error and result.error is None
 
 
 def test_result_data_shape_and_key_order() -> None:
     data = persistence_result("disk full").data(1, 2, "call-1-2-0", "m-1")
-    assert json.dumps(data, separators=(",", ":"), ensure_ascii=False) == (
+    assert msgspec.json.encode(data).decode() == (
         '{"turn":1,"step":2,"message":{"id":"m-1","role":"user","source":{"kind":"tool","callId":"call-1-2-0"},'
         '"content":[{"type":"tool-result","toolCallId":"call-1-2-0","isError":true,"content":[{"type":"text",'
         '"text":"Error: the session log could not be made durable: disk full"}]}]},'
         '"error":{"name":"PersistenceError","code":"PERSISTENCE"}}'
     )
-    success = ToolResult.success([]).data(1, 1, "c", "m")
+    success = msgspec.to_builtins(ToolOutcome.success([]).data(1, 1, "c", "m"))
     assert "error" not in success
     assert success["message"]["content"][0]["isError"] is False
 
 
-def test_tool_call_data_key_order() -> None:
-    assert list(tool_call_data(1, 2, "c", "n", "{}")) == ["turn", "step", "callId", "name", "arguments"]
-
-
 def test_abort_results() -> None:
-    assert aborted_result() == ToolResult(
-        [{"type": "text", "text": "Error: tool call aborted"}], True, {"name": "AbortError", "code": "ABORTED"}
-    )
-    assert aborted_before_dispatch_result() == ToolResult(
-        [{"type": "text", "text": "Error: tool call aborted before dispatch"}],
-        True,
-        {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"},
+    assert aborted_result() == ToolOutcome("Error: tool call aborted", ToolError_(name="AbortError", code="ABORTED"))
+    assert aborted_before_dispatch_result() == ToolOutcome(
+        "Error: tool call aborted before dispatch", ToolError_(name="AbortError", code="ABORTED_BEFORE_DISPATCH")
     )
 
 
 # --- execute --------------------------------------------------------------------------------
 
 
-def text_of(result: ToolResult) -> str:
-    return result.content[0]["text"]
+def text_of(result: ToolOutcome) -> str:
+    return result.text
+
+
+def error_of(result: ToolOutcome) -> Any:
+    return msgspec.to_builtins(result.error)
 
 
 async def test_execute_unknown_tool() -> None:
     result = await execute(ToolRegistry(), "nope", "{}", context())
     assert text_of(result) == 'Error: unknown tool "nope"'
-    assert result.is_error and result.error == {"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"}
+    assert result.is_error and error_of(result) == {"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"}
 
 
 async def test_execute_invalid_json_and_schema_violation() -> None:
@@ -286,10 +281,10 @@ async def test_execute_invalid_json_and_schema_violation() -> None:
     registry.register(tool("schedule_create", parameters=CREATE_SCHEMA))
     bad_json = await execute(registry, "schedule_create", "{oops", context())
     assert text_of(bad_json) == "Error: invalid arguments for schedule_create: not valid JSON"
-    assert bad_json.error == {"name": "ToolArgumentsError", "code": "INVALID_ARGS"}
+    assert error_of(bad_json) == {"name": "ToolArgumentsError", "code": "INVALID_ARGS"}
     bad_schema = await execute(registry, "schedule_create", '{"prompt":1}', context())
     assert text_of(bad_schema) == "Error: invalid arguments for schedule_create: $.prompt: expected string"
-    assert bad_schema.error == {"name": "ToolArgumentsError", "code": "INVALID_ARGS"}
+    assert error_of(bad_schema) == {"name": "ToolArgumentsError", "code": "INVALID_ARGS"}
     missing = await execute(registry, "schedule_create", "", context())
     assert text_of(missing) == 'Error: invalid arguments for schedule_create: $: missing required property "prompt"'
 
@@ -305,7 +300,7 @@ async def test_execute_passes_parsed_arguments_and_context() -> None:
     registry.register(tool("t", body))
     result = await execute(registry, "t", '{"a":1}', context())
     assert seen == [({"a": 1}, "call-1-2-0", 1, 2, 1770724800000)]
-    assert result == ToolResult([{"type": "text", "text": '{"ok":true,"text":"ü"}'}], False)
+    assert result == ToolOutcome('{"ok":true,"text":"ü"}')
 
 
 class QuotaExceeded(ToolError):
@@ -331,7 +326,7 @@ async def test_execute_maps_tool_exceptions(exc: Exception, text: str, error: di
     registry = ToolRegistry()
     registry.register(tool("t", body))
     result = await execute(registry, "t", "{}", context())
-    assert (text_of(result), result.is_error, result.error) == (text, True, error)
+    assert (text_of(result), result.is_error, error_of(result)) == (text, True, error)
 
 
 async def test_execute_reports_an_unserialisable_value_as_tool_failed() -> None:
@@ -341,7 +336,7 @@ async def test_execute_reports_an_unserialisable_value_as_tool_failed() -> None:
     registry = ToolRegistry()
     registry.register(tool("t", body))
     result = await execute(registry, "t", "{}", context())
-    assert result.is_error and result.error == {"name": "TypeError", "code": "TOOL_FAILED"}
+    assert result.is_error and error_of(result) == {"name": "TypeError", "code": "TOOL_FAILED"}
 
 
 async def test_execute_reports_a_value_too_deep_to_render_as_tool_failed() -> None:
@@ -356,7 +351,7 @@ async def test_execute_reports_a_value_too_deep_to_render_as_tool_failed() -> No
     registry = ToolRegistry()
     registry.register(tool("t", body))
     result = await execute(registry, "t", "{}", context())
-    assert result.is_error and result.error == {"name": "RecursionError", "code": "TOOL_FAILED"}
+    assert result.is_error and error_of(result) == {"name": "RecursionError", "code": "TOOL_FAILED"}
 
 
 async def test_execute_lets_cancellation_propagate() -> None:

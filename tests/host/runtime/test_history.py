@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from eventlog import Event, ReplaceOp, SurfaceError, read_log
 from eventlog.format import build_event
-from host.history import HistoryView, InboxReplayError, derive_history, replay_inbox
+from host.runtime import HistoryView, InboxReplayError, derive_history, replay_inbox
 from tests.fixture_paths import DSH_FIXTURES
 
 FIXTURES = DSH_FIXTURES

@@ -15,7 +15,7 @@ import pytest
 import trio
 
 import eventlog.fileio
-from host.app import ChildCreated, EventAppended, HostError, resolve_root, sole_exception
+from host.runtime import ChildCreated, EventAppended, HostError, resolve_root, sole_exception
 from host.testing import Harness, open_harness
 from tests.host.loop_support import B, of_type, script, texts, types
 
@@ -210,7 +210,7 @@ async def test_a_session_open_in_another_process_is_busy_and_untouched(tmp_path,
         [sys.executable, "-c", HOLD_LOCK, str(tmp_path), "main"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     try:
         assert (await trio.to_thread.run_sync(holder.stdout.readline)).strip() == b"ready"

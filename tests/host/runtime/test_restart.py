@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from eventlog import Event
-from host.app import HostError
+from host.runtime import HostError
 from host.testing import Harness, open_harness
 from schedule import format_instant
 from tests.host.loop_support import B, dispatches, of_type, script, texts

@@ -1,4 +1,4 @@
-"""Projections of a session log that the agent loop rebuilds from events (host.md §2, §5.3).
+"""Projections of a session log that the agent loop rebuilds from events (host §2, §5.3).
 
 Pure functions over events: the model-visible **derived history** and the **inbox** replayed for
 a resume. Nothing here appends, flushes or keeps state beyond an incremental cache whose result is
@@ -8,36 +8,26 @@ always what a fresh derivation over the same events would give.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import eventlog.surface
-from eventlog.format import SURFACE_TYPES, is_safe_int
+from eventlog import Event
+from eventlog.format import SURFACE_TYPES
+from eventlog.values import is_safe_int
 
-INBOX_TARGETS = ("next-turn", "next-step")
+from ._inbox import Target, UserMessage
 
-
-class SurfaceEvent(Protocol):
-    """The part of ``eventlog.Event`` the projections read."""
-
-    @property
-    def seq(self) -> int: ...
-
-    @property
-    def type(self) -> str: ...
-
-    @property
-    def surface_op(self) -> object: ...
-
-    def value(self) -> Any: ...
+INBOX_TARGETS: tuple[Target, ...] = ("next-turn", "next-step")
 
 
-def surface_message(event: SurfaceEvent) -> Mapping[str, Any]:
+def surface_message(event: Event) -> Mapping[str, Any]:
     """The message a surface event contributes: a ``user/message``'s data, or the ``message`` of
     an ``assistant/message`` or ``tool/result``."""
-    data = event.value()
+    data: Mapping[str, Any] = event.value()
     if event.type == "user/message":
         return data
-    return data["message"]
+    message: Mapping[str, Any] = data["message"]
+    return message
 
 
 def _visible(message: Mapping[str, Any]) -> bool:
@@ -45,8 +35,8 @@ def _visible(message: Mapping[str, Any]) -> bool:
     return not (message.get("role") == "assistant" and not message.get("content"))
 
 
-def derive_history(events: Sequence[SurfaceEvent]) -> list[Mapping[str, Any]]:
-    """The model's view (§2): surface messages in log order, inherited seed events included,
+def derive_history(events: Sequence[Event]) -> list[Mapping[str, Any]]:
+    """The model's view (host §2): surface messages in log order, inherited seed events included,
     with foreign ``replace`` operations applied (eventlog's surface fold) and empty assistant
     messages skipped. Raises ``eventlog.SurfaceError`` for an unfoldable foreign log."""
     return HistoryView().update(events)
@@ -67,7 +57,7 @@ class HistoryView:
         self._seen = 0
         self._history: list[Mapping[str, Any]] = []  # of the events seen so far
 
-    def update(self, events: Sequence[SurfaceEvent]) -> list[Mapping[str, Any]]:
+    def update(self, events: Sequence[Event]) -> list[Mapping[str, Any]]:
         new = [events[i] for i in range(self._seen, len(events))]
         if any(e.type in SURFACE_TYPES and e.surface_op != "append" for e in new):
             self._history = _visible_messages(events[seq] for seq in eventlog.surface.fold(events))
@@ -77,7 +67,7 @@ class HistoryView:
         return list(self._history)
 
 
-def _visible_messages(events: Iterable[SurfaceEvent]) -> list[Mapping[str, Any]]:
+def _visible_messages(events: Iterable[Event]) -> list[Mapping[str, Any]]:
     # Filtered once, as the nodes arrive: a node never changes afterwards (a replace refolds).
     return [message for event in events if _visible(message := surface_message(event))]
 
@@ -94,20 +84,20 @@ class InboxReplayError(ValueError):
 
 
 def _safe_index(value: object) -> bool:
-    return is_safe_int(value) and value >= 0  # type: ignore[operator]
+    return isinstance(value, int) and is_safe_int(value) and value >= 0
 
 
 def replay_inbox(
-    events: Sequence[SurfaceEvent], seed_length: int
-) -> dict[str, list[Mapping[str, Any]]]:
-    """Rebuild the two inbox queues from the splices with ``seq >= seed_length`` (§5.3 step 2).
+    events: Sequence[Event], seed_length: int
+) -> dict[Target, list[UserMessage]]:
+    """Rebuild the two inbox queues from the splices with ``seq >= seed_length`` (host §5.3 step 2).
 
     Each splice removes ``removedCount`` items at ``start``, then inserts ``inserted`` at
     ``start``. Splices inherited from a fork parent never count. Returns
     ``{"next-turn": [...], "next-step": [...]}``; a splice that is malformed or does not fit
     raises :class:`InboxReplayError` naming its seq.
     """
-    queues: dict[str, list[Mapping[str, Any]]] = {target: [] for target in INBOX_TARGETS}
+    queues: dict[Target, list[UserMessage]] = {target: [] for target in INBOX_TARGETS}
     for index in range(seed_length, len(events)):
         event = events[index]
         if event.type != "agent/inbox/spliced":
@@ -115,7 +105,8 @@ def replay_inbox(
         data = event.value()
         if not isinstance(data, dict):
             raise InboxReplayError(event.seq)
-        queue = queues.get(data.get("target"))  # type: ignore[arg-type]
+        target = data.get("target")
+        queue = next((queue for name, queue in queues.items() if name == target), None)
         start = data.get("start")
         removed = data.get("removedCount", 0)
         inserted = data.get("inserted")

@@ -1,0 +1,66 @@
+"""The host's runtime (host §2, §3, §5): the agent loop of each live session (inbox, phase gate,
+turn runner), the session registry, the operations every front door uses, the derived history
+and inbox replay, the tool registry, and the boundary rules every request is checked against."""
+
+from eventlog.vocab import ToolSpec as ToolSpec
+
+from ._agent import Agent as Agent
+from ._agent import SchedulePort as SchedulePort
+from ._boundary import INVALID_TIME_ZONE_MESSAGE as INVALID_TIME_ZONE_MESSAGE
+from ._boundary import SESSION_ID_RULE as SESSION_ID_RULE
+from ._boundary import HostError as HostError
+from ._boundary import as_host_error as as_host_error
+from ._boundary import canonical_client_zone as canonical_client_zone
+from ._boundary import check_session_id as check_session_id
+from ._boundary import history_page as history_page
+from ._boundary import list_result as list_result
+from ._boundary import resolve_root as resolve_root
+from ._boundary import shutting_down as shutting_down
+from ._history import HistoryView as HistoryView
+from ._history import InboxReplayError as InboxReplayError
+from ._history import derive_history as derive_history
+from ._history import replay_inbox as replay_inbox
+from ._history import surface_message as surface_message
+from ._host import Adapters as Adapters
+from ._host import Host as Host
+from ._host import HostConfig as HostConfig
+from ._host import open_host as open_host
+from ._inbox import Target as Target
+from ._inbox import UserMessage as UserMessage
+from ._notifications import ChildCreated as ChildCreated
+from ._notifications import Delta as Delta
+from ._notifications import EventAppended as EventAppended
+from ._notifications import Notification as Notification
+from ._notifications import Status as Status
+from ._notifications import StatusChanged as StatusChanged
+from ._phases import AgentClosed as AgentClosed
+from ._phases import Phase as Phase
+from ._sessions import LiveSession as LiveSession
+from ._sessions import ShutdownReport as ShutdownReport
+from ._sessions import sole_exception as sole_exception
+from ._tools import TOOL_NAME_PATTERN as TOOL_NAME_PATTERN
+from ._tools import FunctionTool as FunctionTool
+from ._tools import SchemaViolation as SchemaViolation
+from ._tools import Tool as Tool
+from ._tools import ToolArgumentsError as ToolArgumentsError
+from ._tools import ToolContext as ToolContext
+from ._tools import ToolError as ToolError
+from ._tools import ToolOutcome as ToolOutcome
+from ._tools import ToolRegistrationError as ToolRegistrationError
+from ._tools import ToolRegistry as ToolRegistry
+from ._tools import aborted_before_dispatch_result as aborted_before_dispatch_result
+from ._tools import aborted_result as aborted_result
+from ._tools import check_schema as check_schema
+from ._tools import checked_arguments as checked_arguments
+from ._tools import exception_result as exception_result
+from ._tools import execute as execute
+from ._tools import invalid_arguments_result as invalid_arguments_result
+from ._tools import parse_arguments as parse_arguments
+from ._tools import persistence_result as persistence_result
+from ._tools import schedule_tools as schedule_tools
+from ._tools import unknown_tool_result as unknown_tool_result
+from ._turns import DEFAULT_MAX_RETRIES as DEFAULT_MAX_RETRIES
+from ._turns import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS
+from ._turns import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
+from ._turns import CancelCause as CancelCause
+from ._turns import Route as Route

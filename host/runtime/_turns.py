@@ -1,0 +1,472 @@
+"""The turn runner of one agent (host §3.3–§3.9): one turn from ``turn/start`` to ``turn/end``.
+
+A turn claims its input from the inbox, then runs steps: the pre-step hook chain, ``step/start``
+and the batch, ``request/header`` when required, the checkpoint flush, the model call with its
+retries, ``assistant/message``, the step's tool calls one at a time, ``step/end``. It ends with
+``turn/end`` and one reason. Cancelling the turn (:meth:`TurnRunner.cancel`) cancels its scope;
+the cleanup the spec requires (aborted tool results, ``step/end``, ``turn/end`` aborted) is
+written with synchronous appends, so nothing can interrupt it.
+
+Every event the runner writes is a ``vocab`` Struct (or host's own ``llm/retry`` Structs below),
+except user messages, which are the inbox's and the hooks' mappings (see :mod:`._inbox`).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+import trio
+from msgspec import UNSET
+
+from eventlog import Event, PersistenceError, Session, vocab
+from eventlog.values import Clock
+from host.models import (
+    Chunk,
+    Failed,
+    Failure,
+    ModelAdapter,
+    ModelRequest,
+    Outcome,
+    is_retryable,
+    make_failure,
+    retry_delay_ms,
+    run_attempt,
+)
+from timecontext import Enter, PreStep, PreStepHook, Reject
+
+from ._history import HistoryView
+from ._inbox import Inbox, UserMessage, new_id
+from ._tools import (
+    ToolContext,
+    ToolOutcome,
+    ToolRegistry,
+    aborted_before_dispatch_result,
+    aborted_result,
+    execute,
+    persistence_result,
+)
+
+CancelCause = Literal["user", "disposed"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant. You can create, list and delete reminders with the schedule "
+    "tools. A message that starts with [SCHEDULE REMINDER] is a reminder you created earlier that "
+    "is now due: tell the user about it."
+)
+DEFAULT_MAX_STEPS = 50
+DEFAULT_MAX_RETRIES = 5
+
+LLM_RETRY = "llm/retry"
+LLM_RETRY_STARTED = "llm/retry-started"
+
+_log = logging.getLogger("host")
+_ABORTS: dict[CancelCause, vocab.AbortReason] = {"user": vocab.AbortByUser(), "disposed": vocab.AbortDisposed()}
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where model requests go (host §4.3.1): ``model`` is ``None`` for a non-scripted provider
+    that was given none, and such a request fails with ``MISSING_CONFIG``."""
+
+    provider: str
+    model: str | None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+
+
+class LlmRetry(msgspec.Struct, rename="camel", kw_only=True):
+    """``llm/retry`` data (host §3.6 step 1)."""
+
+    retry_id: str
+    turn: int
+    step: int
+    provider: str
+    mode: Literal["normal"] = "normal"
+    policy_key: Literal["default"] = "default"
+    retry: int
+    max_retries: int
+    delay_ms: int
+    failure: Failure
+
+
+class LlmRetryStarted(msgspec.Struct, rename="camel", kw_only=True):
+    """``llm/retry-started`` data (host §3.6 step 3)."""
+
+    retry_id: str
+    turn: int
+    step: int
+    retry: int
+
+
+def completed_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A hook's message as appended: ``role`` and ``id`` added where missing, keys in eventlog's
+    order, nothing else changed (host §3.4)."""
+    out: dict[str, Any] = {
+        "id": message["id"] if "id" in message else new_id(),
+        "role": message.get("role", "user"),
+        "source": message["source"],
+        "content": message["content"],
+    }
+    out.update((key, value) for key, value in message.items() if key not in out)
+    return out
+
+
+def error_reason(message: str, code: str) -> vocab.Failed:
+    return vocab.Failed(error=make_failure(message, code))
+
+
+def exception_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(slots=True)
+class _Turn:
+    """The open turn: its cancel scope and what cleanup must close."""
+
+    number: int
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    abort_cause: CancelCause | None = None
+    max_tokens: bool = False
+    step: int | None = None  # the open step, if any
+    in_flight: vocab.ToolCallBlock | None = None  # a call with a tool/call and no result yet
+    in_flight_seq: int = -1
+    not_started: list[vocab.ToolCallBlock] = field(default_factory=list)
+
+    def cancelled(self) -> bool:
+        """Whether the turn's scope was cancelled (a call, so no check is narrowed away)."""
+        return self.scope.cancel_called
+
+    def finished(self) -> vocab.TurnEndReason:
+        return vocab.MaxTokens() if self.max_tokens else vocab.Completed()
+
+
+class TurnRunner:
+    """Runs the turns of one agent over its eventlog ``Session`` and :class:`Inbox`.
+
+    ``route()`` and ``adapter_for(provider)`` are called at every request, so a new route
+    (``initialize``) takes effect at the next step; ``system`` is fixed. ``on_delta(turn, step,
+    chunk)`` receives every streamed chunk, synchronously.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        inbox: Inbox,
+        *,
+        route: Callable[[], Route],
+        adapter_for: Callable[[str], ModelAdapter],
+        tools: ToolRegistry,
+        hooks: Sequence[PreStepHook],
+        clock: Clock,
+        system: str | None,
+        max_steps: int,
+        max_retries: int,
+        uniform: Callable[[float, float], float] = random.uniform,
+        on_delta: Callable[[int, int, Chunk], None],
+    ) -> None:
+        self._session = session
+        self._inbox = inbox
+        self._route = route
+        self._adapter_for = adapter_for
+        self.tools = tools
+        self._hooks = tuple(hooks)
+        self._clock = clock
+        self._system = system or None
+        self._max_steps = max_steps
+        self._max_retries = max_retries
+        self._uniform = uniform
+        self._on_delta = on_delta
+        self._turn: _Turn | None = None
+        self._history = HistoryView()
+        self._last_turn, self._log_has_header = _scan_log(session.events)
+        self._written_header: vocab.RequestSnapshot | None = None  # the last request/header written here
+
+    def cancel(self, cause: CancelCause) -> None:
+        """Cancel the active turn, if any; its cleanup ends it as aborted with ``cause``. A
+        second cancel of the same turn changes nothing."""
+        turn = self._turn
+        if turn is not None and turn.abort_cause is None:
+            turn.abort_cause = cause
+            turn.scope.cancel()
+
+    async def run_turn(self) -> None:
+        """One turn, from ``turn/start`` (numbered after the last in the log) to ``turn/end``.
+
+        A bug below ends the turn as ``INTERNAL`` (traceback logged); only a failure to append
+        the turn's own closing events propagates.
+        """
+        turn = _Turn(self._last_turn + 1)
+        self._turn = turn
+        try:
+            self._session.append(vocab.TURN_START, vocab.TurnStart(turn=turn.number))
+            self._last_turn = turn.number
+            batch = self._inbox.claim_turn_input()
+            reason: vocab.TurnEndReason | None = None
+            with turn.scope:
+                try:
+                    reason = await self._steps(turn, batch)
+                except Exception as exc:
+                    _log.exception('agent of session "%s": internal error in turn %d', self._session.id, turn.number)
+                    reason = error_reason(exception_text(exc), "INTERNAL")
+            if turn.abort_cause is not None:  # set by cancel(), the only canceller of turn.scope
+                self._close_aborted(turn)
+                reason = vocab.Aborted(reason=_ABORTS[turn.abort_cause])
+            else:
+                assert reason is not None
+                self._end_step(turn)
+            self._session.append(vocab.TURN_END, vocab.TurnEnd(turn=turn.number, reason=reason))
+        finally:
+            self._turn = None
+
+    # --- steps ------------------------------------------------------------------------------------
+
+    async def _steps(self, turn: _Turn, batch: list[UserMessage]) -> vocab.TurnEndReason:
+        """Steps 3–10 of host §3.3, looping while tools ran or steering is pending."""
+        step = 1
+        continuation = False
+        while True:
+            decision = self._pre_step(turn, step, batch, continuation)
+            if not isinstance(decision, Enter):
+                return decision
+            if turn.cancelled():
+                return turn.finished()  # reported as aborted by run_turn
+            if not decision.messages and not continuation:
+                return turn.finished()
+            turn.step = step
+            self._session.append(vocab.STEP_START, vocab.StepStart(turn=turn.number, step=step))
+            for message in decision.messages:
+                self._session.append(vocab.USER_MESSAGE, message, surface_op="append")
+            route = self._route()
+            if route.model is not None:
+                self._append_header_if_needed(route)
+            try:
+                await self._session.flush()
+            except PersistenceError as exc:
+                self._end_step(turn)
+                return error_reason(str(exc), "PERSISTENCE")
+            outcome = await self._call_model(turn, step, route)
+            if isinstance(outcome, Failed):
+                self._end_step(turn)
+                return vocab.Failed(error=outcome.failure)
+            assert route.model is not None  # a request without a model fails before the call
+            content: list[vocab.ContentBlock] = [*outcome.content]
+            reply = vocab.Message(
+                id=new_id(),
+                role="assistant",
+                source=vocab.ModelSource(provider=route.provider, model=route.model),
+                content=content,
+            )
+            usage = UNSET if outcome.usage is None else outcome.usage
+            self._session.append(
+                vocab.ASSISTANT_MESSAGE,
+                vocab.AssistantMessage(turn=turn.number, step=step, message=reply, usage=usage),
+                surface_op="append",
+            )
+            if outcome.finish == "max-tokens":
+                turn.max_tokens = True
+            calls = [block for block in outcome.content if isinstance(block, vocab.ToolCallBlock)]
+            failure = await self._run_tools(turn, calls)
+            self._end_step(turn)
+            if turn.cancelled():
+                # A tool finished despite the cancel (a shielded body): stop before claiming, so
+                # pending steering stays queued for the next turn (host §3.3). Reported as aborted.
+                return turn.finished()
+            if failure is not None:
+                return error_reason(str(failure), "PERSISTENCE")
+            if not calls and not self._inbox.steering:
+                return turn.finished()
+            if step + 1 > self._max_steps:
+                return error_reason(f"turn exceeded {self._max_steps} steps", "STEP_LIMIT")
+            batch = self._inbox.claim_steering()
+            continuation = bool(calls)
+            step += 1
+
+    def _pre_step(
+        self, turn: _Turn, step: int, batch: list[UserMessage], continuation: bool
+    ) -> Enter | vocab.TurnEndReason:
+        """Pass ``Enter(batch)`` through the hook chain (host §3.4). Returns the final ``Enter``
+        with its messages completed, or the turn's end reason (``blocked``, ``PRE_STEP``)."""
+        pre = PreStep(
+            turn=turn.number,
+            step=step,
+            events=self._session.events,
+            continuation=continuation,
+            cancelled=turn.cancelled(),
+        )
+        decision: Enter | Reject = Enter(tuple(batch))
+        try:
+            for hook in self._hooks:
+                decision = hook.pre_step(pre, decision)
+                if not isinstance(decision, (Enter, Reject)):
+                    raise TypeError(f"pre-step hook {type(hook).__name__} returned {decision!r}")
+        except Exception as exc:
+            return error_reason(exception_text(exc), "PRE_STEP")
+        if isinstance(decision, Reject):
+            return vocab.Blocked()
+        return Enter(tuple(completed_message(m) for m in decision.messages))
+
+    def _end_step(self, turn: _Turn) -> None:
+        if turn.step is not None:
+            self._session.append(vocab.STEP_END, vocab.StepEnd(turn=turn.number, step=turn.step))
+            turn.step = None
+
+    def _close_aborted(self, turn: _Turn) -> None:
+        """Cleanup of a cancelled turn (host §3.9): the call in flight gets ``ABORTED``, calls not
+        yet started get ``tool/call`` plus ``ABORTED_BEFORE_DISPATCH``, then ``step/end``. Only
+        synchronous appends, so nothing here can be interrupted."""
+        if turn.step is not None:
+            if turn.in_flight is not None:
+                self._append_result(turn, turn.in_flight, turn.in_flight_seq, aborted_result())
+            while turn.not_started:
+                call = turn.not_started.pop(0)
+                seq = self._append_call(turn, call)
+                self._append_result(turn, call, seq, aborted_before_dispatch_result())
+        self._end_step(turn)
+
+    # --- request header and model call ------------------------------------------------------------
+
+    def _header(self, route: Route, model: str) -> vocab.RequestSnapshot:
+        config = vocab.RequestConfig(
+            provider=route.provider,
+            model=model,
+            reasoning_effort=UNSET if route.reasoning_effort is None else route.reasoning_effort,
+            max_tokens=UNSET if route.max_tokens is None else route.max_tokens,
+        )
+        tools = list(self.tools.specs())
+        return vocab.RequestSnapshot(config=config, system=self._system or UNSET, tools=tools or UNSET)
+
+    def _append_header_if_needed(self, route: Route) -> None:
+        """host §3.5: always on this agent's first request (``initial``, or ``resume`` when the log
+        already has a header); later only when the header changed (``change``)."""
+        assert route.model is not None
+        header = self._header(route, route.model)
+        if self._written_header is None:
+            reason: Literal["initial", "resume", "change"] = "resume" if self._log_has_header else "initial"
+        elif header != self._written_header:
+            reason = "change"
+        else:
+            return
+        self._session.append(vocab.REQUEST_HEADER, vocab.RequestHeader(header=header, reason=reason))
+        self._written_header = header
+
+    async def _call_model(self, turn: _Turn, step: int, route: Route) -> Outcome:
+        """host §3.6: attempts until one succeeds, fails terminally, or retries run out."""
+        if route.model is None:
+            return Failed(make_failure(f'no model configured for provider "{route.provider}"', "MISSING_CONFIG"))
+        request = ModelRequest(
+            session_id=self._session.id,
+            turn=turn.number,
+            step=step,
+            provider=route.provider,
+            model=route.model,
+            system=self._system,
+            messages=tuple(self._history.update(self._session.events)),
+            tools=self.tools.specs(),
+            max_tokens=route.max_tokens,
+            reasoning_effort=route.reasoning_effort,
+        )
+        adapter = self._adapter_for(route.provider)
+
+        def on_chunk(chunk: Chunk) -> None:
+            self._on_delta(turn.number, step, chunk)
+
+        retries = 0
+        while True:
+            outcome = await run_attempt(adapter, request, on_chunk)
+            if not (isinstance(outcome, Failed) and is_retryable(outcome.failure) and retries < self._max_retries):
+                return outcome
+            retries += 1
+            delay = retry_delay_ms(retries, outcome.failure, uniform=self._uniform)
+            retry_id = new_id()
+            self._session.append(
+                LLM_RETRY,
+                LlmRetry(
+                    retry_id=retry_id,
+                    turn=turn.number,
+                    step=step,
+                    provider=route.provider,
+                    retry=retries,
+                    max_retries=self._max_retries,
+                    delay_ms=delay,
+                    failure=outcome.failure,
+                ),
+            )
+            await trio.sleep(delay / 1000)
+            self._session.append(
+                LLM_RETRY_STARTED, LlmRetryStarted(retry_id=retry_id, turn=turn.number, step=step, retry=retries)
+            )
+
+    # --- tools ------------------------------------------------------------------------------------
+
+    async def _run_tools(self, turn: _Turn, calls: list[vocab.ToolCallBlock]) -> PersistenceError | None:
+        """Run the step's calls one at a time in content order (host §3.7). Returns the flush
+        failure that stopped them, if any. Cancellation propagates with ``turn`` describing what
+        the cleanup must still close."""
+        turn.not_started = list(calls)
+        failure: PersistenceError | None = None
+        while turn.not_started:
+            call = turn.not_started.pop(0)
+            seq = self._append_call(turn, call)
+            if turn.cancelled():
+                self._append_result(turn, call, seq, aborted_before_dispatch_result())
+                continue
+            if failure is not None:
+                self._append_result(turn, call, seq, persistence_result(str(failure)))
+                continue
+            turn.in_flight, turn.in_flight_seq = call, seq
+            try:
+                await self._session.flush()
+            except PersistenceError as exc:
+                failure = exc
+                self._append_result(turn, call, seq, persistence_result(str(exc)))
+                continue
+            result = await execute(self.tools, call.name, call.arguments, self._tool_context(turn, call))
+            self._append_result(turn, call, seq, result)
+        return failure
+
+    def _append_call(self, turn: _Turn, call: vocab.ToolCallBlock) -> int:
+        data = vocab.ToolCall(turn=turn.number, step=turn.step or 0, call_id=call.id, name=call.name, arguments=call.arguments)
+        return self._session.append(vocab.TOOL_CALL, data).seq
+
+    def _append_result(self, turn: _Turn, call: vocab.ToolCallBlock, call_seq: int, result: ToolOutcome) -> None:
+        self._session.append(
+            vocab.TOOL_RESULT,
+            result.data(turn.number, turn.step or 0, call.id, new_id()),
+            surface_op="append",
+            source_event_seqs=[call_seq],
+        )
+        if turn.in_flight is call:
+            turn.in_flight = None
+
+    def _tool_context(self, turn: _Turn, call: vocab.ToolCallBlock) -> ToolContext:
+        session = self._session
+        return ToolContext(
+            session_id=session.id,
+            turn=turn.number,
+            step=turn.step or 0,
+            call_id=call.id,
+            events=session.events,
+            seed_length=session.seed_length,
+            append=lambda type, data: session.append(type, data),
+            flush=session.flush,
+            now_ms=self._clock.now_ms,
+        )
+
+
+def _scan_log(events: Sequence[Event]) -> tuple[int, bool]:
+    """The last ``turn/start`` number (0 if none) and whether the log has a ``request/header``."""
+    last_turn: int | None = None
+    has_header = False
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if last_turn is None and event.type == vocab.TURN_START:
+            last_turn = event.value()["turn"]  # as read, so a foreign log's extra members pass
+        has_header = has_header or event.type == vocab.REQUEST_HEADER
+        if last_turn is not None and has_header:
+            break
+    return last_turn or 0, has_header
