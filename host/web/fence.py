@@ -1,5 +1,5 @@
 """The fence and the credentials of ``turnlog web``, as pure functions over request headers
-(web §3, §4.2, §4.3).
+(web §3, web §4.2, web §4.3).
 
 Every HTTP request and every WebSocket handshake passes :func:`check_fence` before anything else;
 routes that need a credential then pass :func:`check_credential`. Both return ``None`` to let the

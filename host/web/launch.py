@@ -1,5 +1,5 @@
 """Starting ``turnlog web``: the bind address, the browser key file, the URL line, the launch file
-and opening a browser (web §2, §4.3).
+and opening a browser (web §2, web §4.3).
 
 The decisions (:func:`bind_address`, :func:`key_path`, :func:`url_line`,
 :func:`should_open_browser`) are pure functions of their arguments and an environ mapping. The

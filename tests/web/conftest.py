@@ -1,5 +1,5 @@
 """Fixtures of the web tests: Debian's Chromium driven by Playwright's sync API, and a loopback HTTP
-server for the page's static files (docs/web.md §8).
+server for the page's static files (web §8).
 
 The browser is never downloaded: it is ``/usr/bin/chromium`` or ``$TURNLOG_CHROMIUM``. When it is
 missing the tests that need it skip saying why, except under ``CI=true``, where they fail.

@@ -1,4 +1,4 @@
-"""The fence, the credentials and the response headers of ``turnlog web`` (web §3, §4.2, §4.3),
+"""The fence, the credentials and the response headers of ``turnlog web`` (web §3, web §4.2, web §4.3),
 as pure functions over raw ASGI headers."""
 
 from __future__ import annotations

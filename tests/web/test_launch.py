@@ -1,4 +1,4 @@
-"""Starting ``turnlog web`` (web §2, §4.3): the bind address, the URL line, the browser key file,
+"""Starting ``turnlog web`` (web §2, web §4.3): the bind address, the URL line, the browser key file,
 the launch file and the decision to open a browser."""
 
 from __future__ import annotations

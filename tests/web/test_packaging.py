@@ -1,4 +1,4 @@
-"""The page as shipped (docs/web.md §1, §4.5, §8): every file that index.html and the modules load
+"""The page as shipped (web §1, web §4.5, web §8): every file that index.html and the modules load
 is package data, no static file refers to another origin, and the code keeps to what the CSP and
 the page hardening allow."""
 

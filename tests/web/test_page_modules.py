@@ -1,4 +1,4 @@
-"""The page's pure modules, imported in Chromium (docs/web.md §8): durations and clocks in a fixed
+"""The page's pure modules, imported in Chromium (web §8): durations and clocks in a fixed
 zone, the Markdown subset and its hardening, the inbox fold, reminder wording, the title badge,
 reading labels, the reconnect backoff, and the conversation rows' DOM contract."""
 
@@ -55,7 +55,7 @@ def test_durations(page: Any) -> None:
     ]
 
 
-# --- clocks (§6.3) in the browser's zone -----------------------------------------------------------
+# --- clocks (web §6.3) in the browser's zone -----------------------------------------------------------
 
 
 def test_clock_formats_in_a_fixed_zone(page: Any) -> None:
@@ -125,7 +125,7 @@ def test_relative_times_and_deltas(page: Any) -> None:
     assert deltas == ["+0 ms", "+999 ms", "+1.234 s", "+59.999 s", "+1m 1s", "−5 ms"]
 
 
-# --- the Markdown subset (§6.3) and its hardening (§4.5) -------------------------------------------
+# --- the Markdown subset (web §6.3) and its hardening (web §4.5) -------------------------------------------
 
 RENDER = """(m, text) => {
     const div = document.createElement('div');
@@ -222,7 +222,7 @@ def test_raw_html_is_text(page: Any) -> None:
     assert run(page, "render.js", body, text) == [text, 0]
 
 
-# --- the inbox fold (§6.6) -------------------------------------------------------------------------
+# --- the inbox fold (web §6.6) -------------------------------------------------------------------------
 
 
 def splice(
@@ -321,7 +321,7 @@ def test_receipts_are_found_by_rpc_id(page: Any) -> None:
     assert run(page, "format.js", body, EVENTS) == [1, None]
 
 
-# --- reminder wording and the title badge (§6.3, §6.8) ---------------------------------------------
+# --- reminder wording and the title badge (web §6.3, web §6.8) ---------------------------------------------
 
 ONE_SHOT = (
     "[SCHEDULE REMINDER]\n"
@@ -375,7 +375,7 @@ def test_title_badge(page: Any) -> None:
     ]
 
 
-# --- time readings (§6.3, time-context §4) ---------------------------------------------------------
+# --- time readings (web §6.3, time-context §4) ---------------------------------------------------------
 
 READING = "Time sampled while preparing turn 1, step 1: 2026-02-10T20:00:00+08:00[Asia/Shanghai]\n{}\nElapsed since the preceding model-visible message: unavailable."
 
@@ -530,7 +530,7 @@ def test_inspector_summaries_and_repair_preview(page: Any) -> None:
     ]
 
 
-# --- reconnect backoff (§6.10) ---------------------------------------------------------------------
+# --- reconnect backoff (web §6.10) ---------------------------------------------------------------------
 
 
 def test_reconnect_backoff(page: Any) -> None:
@@ -547,7 +547,7 @@ def test_reconnect_backoff(page: Any) -> None:
     ]
 
 
-# --- conversation rows: the DOM contract (§6.3, §6.11) ---------------------------------------------
+# --- conversation rows: the DOM contract (web §6.3, web §6.11) ---------------------------------------------
 
 
 def test_prompt_rows(page: Any) -> None:

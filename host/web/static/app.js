@@ -1,4 +1,4 @@
-// Boot, sign-in, routing and wiring of the page (docs/web.md §4.3, §6.1, §6.10); section numbers
+// Boot, sign-in, routing and wiring of the page (web §4.3, web §6.1, web §6.10); section numbers
 // refer to docs/web.md.
 
 import { ChatView, bindNotifyToggle } from './chat.js';
@@ -12,7 +12,7 @@ const NOT_SIGNED_IN =
 const UPDATED = 'turnlog web was updated; reload this page';
 const BUG = 'Something went wrong in this page; reload it.';
 
-// --- sign-in (§4.3): take the token out of the URL before anything else runs ---
+// --- sign-in (web §4.3): take the token out of the URL before anything else runs ---
 
 function takeToken() {
   const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
@@ -42,7 +42,7 @@ async function signIn(token) {
   }
 }
 
-// --- metrics (§9): only with ?metrics=1 ---
+// --- metrics (web §9): only with ?metrics=1 ---
 
 function createMetrics(enabled) {
   if (!enabled) {
@@ -143,6 +143,8 @@ class App {
 
   async start() {
     await signIn(launchToken);
+    // The page shows its route (drafts included) at once; views load when the connection opens.
+    this.route();
     this.rpc.start();
   }
 
@@ -179,14 +181,10 @@ class App {
   async connected({ first, sameInstance, version }) {
     this.metrics.mark('connected');
     if (this.version !== null && version !== undefined && version !== this.version) this.banner('updated', UPDATED);
-    if (first) {
-      this.started = true;
-      await this.chat.firstConnect();
-      this.route();
-      return;
-    }
-    this.chat.connectedAgain({ sameInstance });
-    this.log.connectedAgain({ sameInstance });
+    this.started = true;
+    const same = !first && sameInstance;
+    this.chat.connectedAgain({ sameInstance: same });
+    this.log.connectedAgain({ sameInstance: same });
   }
 
   notification(method, params) {
@@ -206,7 +204,7 @@ class App {
     }
   }
 
-  // --- routing (§6.1, §6.7) ---
+  // --- routing (web §6.1, web §6.7) ---
 
   navigate(path, { replace = false } = {}) {
     if (replace) history.replaceState(null, '', path);
@@ -216,13 +214,11 @@ class App {
   }
 
   route() {
-    if (!this.started) return;
     const path = location.pathname;
     if (path === '/' || path === '') {
       const last = this.chat.lastViewed();
-      const target = last !== null && this.chat.sessions.known(last) ? last : null;
-      if (target === null) this.chat.newSession({ replace: true });
-      else this.navigate(`/s/${encodeURIComponent(target)}`, { replace: true });
+      if (last !== null && isSessionId(last)) this.navigate(`/s/${encodeURIComponent(last)}`, { replace: true });
+      else this.chat.newSession({ replace: true });
       return;
     }
     const match = /^\/s\/([^/]+)(\/log)?\/?$/.exec(path);

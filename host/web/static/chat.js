@@ -1,4 +1,4 @@
-// The conversation view (docs/web.md §6.3-§6.9): one Conversation per opened session, the composer
+// The conversation view (web §6.3-6.9): one Conversation per opened session, the composer
 // with queue/steer/stop, drafts in localStorage, the sessions list and switcher, and the reminder
 // chip. Section numbers refer to docs/web.md.
 
@@ -52,7 +52,7 @@ const COLD_TEXT = 'Not open here: its reminders are paused.';
 const NOT_SENT_TEXT = 'Not sent: the connection dropped before turnlog received it.';
 const LOST_TEXT = 'Connection lost; try again.';
 
-/** The browser's time zone, sampled now (§6.2): a non-empty string, or null. */
+/** The browser's time zone, sampled now (web §6.2): a non-empty string, or null. */
 export function browserZone() {
   const zone = new Intl.DateTimeFormat().resolvedOptions().timeZone;
   return typeof zone === 'string' && zone !== '' ? zone : null;
@@ -133,7 +133,7 @@ class Conversation {
     return this.events.length > 0 ? this.events[0].seq : (this.feed.nextSeq ?? 0);
   }
 
-  /** Load the tail window and render its last turns (§6.7); opening never resumes. */
+  /** Load the tail window and render its last turns (web §6.7); opening never resumes. */
   async load() {
     this.feed.reset();
     this.reset();
@@ -224,7 +224,7 @@ class Conversation {
     this.applyLive(events);
   }
 
-  /** A notification for this session arrived: it is live now (§6.7). Returns false to drop it. */
+  /** A notification for this session arrived: it is live now (web §6.7). Returns false to drop it. */
   notified() {
     if (this.live) return true;
     this.live = true;
@@ -296,7 +296,7 @@ class Conversation {
     this.chat.metrics.firstPaint(this.sessionId);
   }
 
-  /** Render older turns above the first row, fetching an older page when needed (§6.7). */
+  /** Render older turns above the first row, fetching an older page when needed (web §6.7). */
   async renderOlder() {
     if (this.state !== 'ready' || this.olderLoading) return;
     this.olderLoading = true;
@@ -443,7 +443,7 @@ class Conversation {
     if (this.chat.current === this) this.chat.renderQueue(this.queues);
   }
 
-  // --- live deltas (§6.4) ---
+  // --- live deltas (web §6.4) ---
 
   delta(turn, step, chunk) {
     if (this.state !== 'ready' || chunk?.type !== 'text-delta' || typeof chunk.text !== 'string') return;
@@ -496,7 +496,7 @@ class Conversation {
     return kept;
   }
 
-  // --- prompts (§6.4, §6.9) ---
+  // --- prompts (web §6.4, web §6.9) ---
 
   addPending(rpcId, text, mode) {
     const row = pendingRow(text, rpcId);
@@ -524,7 +524,7 @@ class Conversation {
     return pending;
   }
 
-  /** After a reconnect: a lost prompt whose receipt is in the events was sent; else it was not (§6.9). */
+  /** After a reconnect: a lost prompt whose receipt is in the events was sent; else it was not (web §6.9). */
   resolveLost() {
     const notSent = [];
     for (const [rpcId, pending] of this.pending) {
@@ -535,7 +535,7 @@ class Conversation {
     return notSent;
   }
 
-  // --- reminders (§6.7, §6.8) ---
+  // --- reminders (web §6.7, web §6.8) ---
 
   refreshReminders() {
     clearTimeout(this.reminderTimer);
@@ -583,7 +583,7 @@ export class ChatView {
 
   // --- opening sessions ---
 
-  /** Show session `sessionId` (§6.7): its conversation is loaded once and then kept live. */
+  /** Show session `sessionId` (web §6.7): its conversation is loaded once and then kept live. */
   open(sessionId) {
     const switching = this.current?.sessionId !== sessionId;
     let conversation = this.conversations.get(sessionId);
@@ -619,7 +619,7 @@ export class ChatView {
     }
   }
 
-  /** A blank view with a page-made id; the first prompt creates the session (§6.7). */
+  /** A blank view with a page-made id; the first prompt creates the session (web §6.7). */
   newSession({ replace = false } = {}) {
     const sessionId = newSessionId();
     this.madeIds.add(sessionId);
@@ -634,24 +634,29 @@ export class ChatView {
     }
   }
 
-  /** The first connection: the list first, so that routing knows the sessions (§6.1). */
-  async firstConnect() {
-    this.connected = true;
-    await this.sessions.refresh();
-  }
-
-  /** Connected (again): load what never loaded, catch up or reload (§6.10), then resolve prompts. */
+  /**
+   * Connected: at first, or to a restarted host (`sameInstance` false), refresh the list, take each
+   * opened session's live state from it and load its window from the tail; to the same host, catch
+   * up from the next expected seq (web §6.10). Then resolve the prompts the connection lost.
+   */
   async connectedAgain({ sameInstance }) {
     this.connected = true;
     const work = [];
     if (!sameInstance) {
-      // A restarted host: what was live is cold now, and events never made durable may be gone.
-      await this.sessions.refresh();
+      // What was live may be cold now, and events never made durable may be gone. Notifications
+      // arriving while the list loads mark their sessions live again; the list adds the others.
+      for (const conversation of this.conversations.values()) {
+        conversation.live = false;
+        conversation.status = 'idle';
+        conversation.busy = false;
+      }
+      await this.sessions.refresh({ adopt: false });
       for (const conversation of this.conversations.values()) {
         const info = this.sessions.info(conversation.sessionId);
-        conversation.live = info?.live ?? false;
-        conversation.status = info?.status ?? 'idle';
-        conversation.busy = false;
+        if (info?.live && !conversation.live) {
+          conversation.live = true;
+          conversation.status = info.status ?? 'idle';
+        }
       }
     } else {
       work.push(this.sessions.refresh());
@@ -807,7 +812,7 @@ export class ChatView {
     return h('div', { class: `queued queued-${kind}`, 'data-kind': kind, 'data-message-id': message?.id ?? '' }, h('span', { class: 'queued-label' }, label), ' ', h('span', { class: 'queued-text' }, text));
   }
 
-  // --- composer (§6.5) ---
+  // --- composer (web §6.5) ---
 
   bindComposer() {
     const { input, composer, stop } = this.el;
@@ -858,7 +863,7 @@ export class ChatView {
     this.el.composerError.replaceChildren(h('p', {}, text), ...extra);
   }
 
-  /** Send the draft as a prompt (`queue` or `steer`); the zone is sampled now, never cached (§6.2). */
+  /** Send the draft as a prompt (`queue` or `steer`); the zone is sampled now, never cached (web §6.2). */
   async send(mode, { text = this.el.input.value, withZone = true } = {}) {
     const conversation = this.current;
     if (text.trim() === '' || !this.canSend()) return;
@@ -943,7 +948,7 @@ export class ChatView {
     }
   }
 
-  /** Fork at `boundarySeq` (the default boundary when undefined) and open the child (§6.7). */
+  /** Fork at `boundarySeq` (the default boundary when undefined) and open the child (web §6.7). */
   async fork(sessionId, boundarySeq, button) {
     const params = { sessionId };
     if (boundarySeq !== undefined) params.boundarySeq = boundarySeq;
@@ -981,7 +986,7 @@ export class ChatView {
     this.el.newSession.addEventListener('click', () => this.newSession());
   }
 
-  // --- reminders arriving (§6.8) ---
+  // --- reminders arriving (web §6.8) ---
 
   reminderArrived(message) {
     if (document.visibilityState !== 'hidden') return;
@@ -993,7 +998,7 @@ export class ChatView {
 
   // --- scrolling ---
 
-  // Bottom-follow (§6.7): the view stays at the bottom while the reader is there, whatever
+  // Bottom-follow (web §6.7): the view stays at the bottom while the reader is there, whatever
   // grows or shrinks (new rows, a notice above, the composer), and stays put once they scroll up.
   atBottom() {
     const scroller = this.el.conversation;
@@ -1030,7 +1035,7 @@ export class ChatView {
     this.lastTop = scroller.scrollTop;
   }
 
-  // Clocks say `HH:MM` only for today: re-render them all at the next local midnight (§6.3).
+  // Clocks say `HH:MM` only for today: re-render them all at the next local midnight (web §6.3).
   scheduleMidnight() {
     const now = new Date();
     const midnight = new Date(now.getFullYear(), now.getMonth(), now.getDate() + 1).getTime();
@@ -1043,7 +1048,7 @@ export class ChatView {
   }
 }
 
-// --- notifications preference (§6.8) ---
+// --- notifications preference (web §6.8) ---
 
 function notificationsWanted() {
   try {
@@ -1072,7 +1077,7 @@ export function bindNotifyToggle(button) {
   });
 }
 
-// --- the sessions list and switcher (§6.7, §6.5) ---
+// --- the sessions list and switcher (web §6.7, web §6.5) ---
 
 class SessionList {
   constructor(chat, elements) {
@@ -1102,8 +1107,11 @@ class SessionList {
     return this.labels.get(sessionId) ?? null;
   }
 
-  /** Refresh from `session/list`, newest `createdAt` first. */
-  async refresh() {
+  /**
+   * Refresh from `session/list`, newest `createdAt` first. With `adopt`, an opened session the
+   * list shows live (resumed by another client, which notifies nothing) turns live here too.
+   */
+  async refresh({ adopt = true } = {}) {
     let result;
     try {
       result = await this.rpc.call('session/list', {});
@@ -1121,13 +1129,13 @@ class SessionList {
     this.render();
     for (const conversation of this.chat.conversations.values()) {
       const info = this.byId.get(conversation.sessionId);
-      if (info?.live && !conversation.live) conversation.notified();
-      else if (info) conversation.status = info.status ?? conversation.status;
+      if (adopt && info?.live && !conversation.live) conversation.notified();
+      else if (info?.live) conversation.status = info.status ?? conversation.status;
     }
     this.chat.refreshChrome(this.chat.current);
   }
 
-  /** A notification for a session this list does not know: refresh, at most every 500 ms (§6.4). */
+  /** A notification for a session this list does not know: refresh, at most every 500 ms (web §6.4). */
   refreshSoon() {
     if (this.refreshTimer !== null) return;
     this.refreshTimer = setTimeout(() => {

@@ -46,7 +46,7 @@ export function utf8Length(text) {
 
 export const MAX_DRAFT_BYTES = 1048576;
 
-/** The page's refusal of a draft over {@link MAX_DRAFT_BYTES}, or null when it fits (§6.5). */
+/** The page's refusal of a draft over {@link MAX_DRAFT_BYTES}, or null when it fits (web §6.5). */
 export function draftTooLong(text) {
   const n = utf8Length(text);
   return n > MAX_DRAFT_BYTES ? `Message too long (${n} bytes; the limit is ${MAX_DRAFT_BYTES})` : null;
@@ -113,7 +113,7 @@ function wallParts(ms, timeZone) {
 }
 
 /**
- * A clock as the conversation shows it (§6.3), 24-hour in `timeZone` (default: the browser's):
+ * A clock as the conversation shows it (web §6.3), 24-hour in `timeZone` (default: the browser's):
  * `HH:MM` on the same local day as `now`, `MMM D, HH:MM` in the same year, else `MMM D YYYY, HH:MM`.
  */
 export function formatClock(ms, { now = Date.now(), timeZone } = {}) {
@@ -125,7 +125,7 @@ export function formatClock(ms, { now = Date.now(), timeZone } = {}) {
   return `${at.month} ${at.day} ${at.year}, ${clock}`;
 }
 
-/** `HH:MM:SS.mmm` in `timeZone` (the inspector's rows, §6.12). */
+/** `HH:MM:SS.mmm` in `timeZone` (the inspector's rows, web §6.12). */
 export function formatClockMs(ms, { timeZone } = {}) {
   const at = wallParts(ms, timeZone);
   const millis = String(((ms % 1000) + 1000) % 1000).padStart(3, '0');
@@ -139,7 +139,7 @@ export function isoInstant(ms) {
 }
 
 /**
- * A clock's tooltip (§6.2): the UTC instant and the zone it is shown in; with `clientTimeZone`
+ * A clock's tooltip (web §6.2): the UTC instant and the zone it is shown in; with `clientTimeZone`
  * (a prompt's), the zone the prompt was sent with, or `no time zone` when it had none.
  */
 export function clockTooltip(ms, { timeZone, prompt = false, clientTimeZone } = {}) {
@@ -186,7 +186,7 @@ export function nextLocalMidnight(now = Date.now()) {
 
 const BADGE = '⏰ ';
 
-/** The document title with the reminder badge `⏰ ` in front, or without it (§6.8). */
+/** The document title with the reminder badge `⏰ ` in front, or without it (web §6.8). */
 export function badgedTitle(title, badged) {
   const bare = title.startsWith(BADGE) ? title.slice(BADGE.length) : title;
   return badged ? BADGE + bare : bare;
@@ -224,7 +224,7 @@ export function reminderPrompts(text) {
   return { batch: false, prompts: [text] };
 }
 
-/** A reminder row's label: `⏰ Reminder: <prompt>`, or `⏰ <n> reminders: <p1>; <p2>` (§6.3). */
+/** A reminder row's label: `⏰ Reminder: <prompt>`, or `⏰ <n> reminders: <p1>; <p2>` (web §6.3). */
 export function reminderLabel(text) {
   const { batch, prompts } = reminderPrompts(text);
   return batch ? `⏰ ${prompts.length} reminders: ${prompts.join('; ')}` : `⏰ Reminder: ${prompts[0]}`;
@@ -235,12 +235,12 @@ export function reminderNotificationBody(text) {
   return reminderPrompts(text).prompts.join('; ');
 }
 
-/** The header chip of a live session with active reminders (§6.8): `⏰ <n>`. */
+/** The header chip of a live session with active reminders (web §6.8): `⏰ <n>`. */
 export function reminderChip(count) {
   return `⏰ ${count}`;
 }
 
-/** A cold session's notice about its active reminders (§6.7). */
+/** A cold session's notice about its active reminders (web §6.7). */
 export function remindersPaused(count) {
   return `${count} reminders paused until this session is open`;
 }
@@ -276,7 +276,7 @@ export function readingPolicy(text) {
   return null;
 }
 
-/** A reading row's label (§6.3): `Time reading · <Zone>`, `… · mixed zones` or `… · zone unavailable`. */
+/** A reading row's label (web §6.3): `Time reading · <Zone>`, `… · mixed zones` or `… · zone unavailable`. */
 export function readingLabel(text) {
   const policy = readingPolicy(text);
   if (policy === null || policy.kind === 'unavailable') return 'Time reading · zone unavailable';
@@ -295,7 +295,7 @@ export function messageText(message) {
 // --- what an event is in the conversation ----------------------------------------------------------
 
 /**
- * The kind of conversation row a `user/message` makes (§6.3): `user`, `reading`, `reminder` or
+ * The kind of conversation row a `user/message` makes (web §6.3): `user`, `reading`, `reminder` or
  * `context`.
  */
 export function userMessageKind(message) {
@@ -322,14 +322,14 @@ export function promptText(content) {
     .join('');
 }
 
-/** `Retrying model request (<n>/<max>) after <code>: <message>` for an `llm/retry` (§6.3). */
+/** `Retrying model request (<n>/<max>) after <code>: <message>` for an `llm/retry` (web §6.3). */
 export function retryText(data) {
   const failure = data?.failure ?? {};
   return `Retrying model request (${data?.retry}/${data?.maxRetries}) after ${failure.code}: ${failure.message}`;
 }
 
 /**
- * What a `turn/end` says, by reason (§6.3): `null` for a completed turn (it shows a clock, `Ran for`,
+ * What a `turn/end` says, by reason (web §6.3): `null` for a completed turn (it shows a clock, `Ran for`,
  * `Copy` and `Fork` instead), else the one line for the reason.
  */
 export function turnEndText(reason) {
@@ -360,7 +360,7 @@ export function ranFor(startMs, endMs) {
   return `Ran for ${formatDuration(endMs - startMs)}`;
 }
 
-/** The divider of a fork child (§6.3): `Forked from <parent> at seq <seedLength − 1>`. */
+/** The divider of a fork child (web §6.3): `Forked from <parent> at seq <seedLength − 1>`. */
 export function forkDivider(header) {
   return `Forked from ${header?.parentSession} at seq ${(header?.seedLength ?? 0) - 1}`;
 }
@@ -385,7 +385,7 @@ export function receiptSeq(events, rpcId) {
   return null;
 }
 
-// --- the inbox fold (§6.6, host §5.3 step 2) -------------------------------------------------------
+// --- the inbox fold (web §6.6, host §5.3 step 2) -------------------------------------------------------
 
 const TARGETS = ['next-turn', 'next-step'];
 
@@ -437,7 +437,7 @@ export function foldInbox(events, fromSeq = 0, initial = emptyInbox()) {
 }
 
 /**
- * Each queued message's life, for the inspector's inbox lane (§6.12): `{id, target, text, receiptSeq,
+ * Each queued message's life, for the inspector's inbox lane (web §6.12): `{id, target, text, receiptSeq,
  * endSeq, canceled}` in receipt order, `endSeq` null while it is still queued. Throws like
  * {@link applySplice}.
  */
@@ -468,7 +468,7 @@ export function inboxLifecycles(events, fromSeq = 0) {
   return lives;
 }
 
-// --- the inspector (§6.12) -------------------------------------------------------------------------
+// --- the inspector (web §6.12) -------------------------------------------------------------------------
 
 /** Turns of a log: `{turn, startSeq, endSeq, reason}`, `endSeq` and `reason` null while open. */
 export function turnSpans(events) {
@@ -591,7 +591,7 @@ export function eventSummary(event, max = 120) {
   return cut(String(text).replace(/\s+/g, ' ').trim(), max);
 }
 
-/** The repair preview of a cold session (§6.12) from `session/inspect`'s `repair` object. */
+/** The repair preview of a cold session (web §6.12) from `session/inspect`'s `repair` object. */
 export function repairPreview(repair) {
   if (repair === null || repair === undefined) return 'repair: none needed';
   const parts = [];

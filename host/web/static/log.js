@@ -1,4 +1,4 @@
-// The log inspector at /s/<id>/log (docs/web.md §6.12): header, lanes, a virtualised timeline with
+// The log inspector at /s/<id>/log (web §6.12): header, lanes, a virtualised timeline with
 // filters, the replay slider with the state panel from session/inspect, download and fork at a seq.
 
 import {
@@ -46,6 +46,7 @@ export class LogView {
     this.metrics = metrics;
     this.sessionId = null;
     this.feed = null;
+    this.live = false;
     this.build();
     this.reset();
   }
@@ -123,6 +124,7 @@ export class LogView {
     if (this.sessionId !== sessionId) {
       this.sessionId = sessionId;
       this.wantedSeq = seq;
+      this.live = false;
       await this.load();
     } else if (seq !== null && seq !== this.atSeq) {
       this.replayTo(seq);
@@ -136,18 +138,24 @@ export class LogView {
     this.titleEl.replaceChildren('Session ', h('code', {}, sessionId));
     this.download.href = `/api/sessions/${encodeURIComponent(sessionId)}.jsonl`;
     if (!this.rpc.connected) return; // connectedAgain() loads it
+    // Live stays live within one host instance; the list tells about a session opened elsewhere.
+    this.live = this.live || (this.sessionInfo(sessionId)?.live ?? false);
     this.feed = new SessionFeed(this.rpc, sessionId, (events) => this.append(events));
     const feed = this.feed;
     try {
       const [header, state] = await Promise.all([feed.loadAll(PAGE), this.inspect(null)]);
       if (header === null || feed !== this.feed) return;
       this.header = header;
-      this.live = state?.live ?? this.sessionInfo(this.sessionId)?.live ?? false;
+      this.live = this.live || (state?.live ?? false);
       this.repair = state?.repair ?? null;
     } catch (error) {
       if (error instanceof ConnectionLost) return;
       if (!(error instanceof RpcError)) throw error;
       this.notice.textContent = errorLine(error);
+      return;
+    }
+    if (this.reloadWanted) {
+      this.load(); // it turned live while loading: what opening repaired was read too early
       return;
     }
     this.loaded = true;
@@ -164,7 +172,7 @@ export class LogView {
     this.visible = [];
     this.types = new Set();
     this.header = null;
-    this.live = false;
+    this.reloadWanted = false;
     this.loaded = false;
     this.repair = null;
     this.selected = null;
@@ -181,21 +189,28 @@ export class LogView {
     this.paintRows();
   }
 
-  /** Connected again: same instance → catch up; a restarted host → load again (§6.10). */
+  /** Connected again: same instance → catch up; a restarted host → load again (web §6.10). */
   connectedAgain({ sameInstance }) {
     if (this.sessionId === null) return;
-    if (sameInstance && this.loaded) this.feed.catchUp();
-    else this.load();
+    if (sameInstance && this.loaded) {
+      this.feed.catchUp();
+    } else {
+      if (!sameInstance) this.live = false; // a restarted host has opened nothing yet
+      this.load();
+    }
   }
 
   /** A notification: a cold session turning live reloads, since opening may have repaired it. */
   event(sessionId, event) {
     if (sessionId !== this.sessionId || this.feed === null) return;
-    if (this.loaded && !this.live) {
-      this.load();
-      return;
+    if (!this.live) {
+      this.live = true;
+      if (this.loaded) {
+        this.load();
+        return;
+      }
+      this.reloadWanted = true;
     }
-    this.live = true;
     this.feed.push(event);
   }
 

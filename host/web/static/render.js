@@ -1,4 +1,4 @@
-// DOM building of the page: the Markdown subset (web §4.5, §6.3) and the conversation's rows (§6.3).
+// DOM building of the page: the Markdown subset (web §4.5, web §6.3) and the conversation's rows (web §6.3).
 // Untrusted text only ever becomes text nodes or attribute values set through the DOM; nothing
 // here parses HTML. Functions build detached nodes and never touch the document's tree.
 
@@ -37,7 +37,7 @@ export function h(tag, attributes = {}, ...children) {
 
 const SAFE_PROTOCOLS = new Set(['http:', 'https:', 'mailto:']);
 
-/** The absolute URL of an allowed link target (`http:`, `https:`, `mailto:`), else null (§4.5). */
+/** The absolute URL of an allowed link target (`http:`, `https:`, `mailto:`), else null (web §4.5). */
 export function safeHref(target) {
   if (typeof target !== 'string' || /[\s\u0000-\u001f\u007f]/.test(target)) return null;
   let url;
@@ -123,7 +123,7 @@ export function renderInline(text) {
         plain += c;
         i += 1;
       } else {
-        plain += text.slice(i, found.end); // images render as their own source text (§4.5)
+        plain += text.slice(i, found.end); // images render as their own source text (web §4.5)
         i = found.end;
       }
     } else if (c === '[') {
@@ -231,8 +231,8 @@ function startsBlock(line) {
 }
 
 /**
- * The Markdown subset of §6.3 as a fragment: paragraphs, headings, emphasis, inline and fenced code
- * (each fence with a `Copy` button), lists, block quotes, rules and links (§4.5). Raw HTML is text.
+ * The Markdown subset of web §6.3 as a fragment: paragraphs, headings, emphasis, inline and fenced code
+ * (each fence with a `Copy` button), lists, block quotes, rules and links (web §4.5). Raw HTML is text.
  */
 export function renderMarkdown(text) {
   const fragment = document.createDocumentFragment();
@@ -379,7 +379,7 @@ export function copyButton(text, label = 'Copy') {
 let disclosureCount = 0;
 
 /**
- * A disclosure (§6.11): a `<button aria-expanded="false">` with `label` that shows and hides
+ * A disclosure (web §6.11): a `<button aria-expanded="false">` with `label` that shows and hides
  * `content`, closed at first. Returns the wrapper; `Escape` inside it closes it (app.js).
  */
 export function disclosure(label, content, { className = '' } = {}) {
@@ -399,7 +399,7 @@ export function setExpanded(button, expanded) {
   if (panel) panel.hidden = !expanded;
 }
 
-/** `<time datetime>` showing the §6.3 clock of `ms`, its tooltip per §6.2. */
+/** `<time datetime>` showing the web §6.3 clock of `ms`, its tooltip per web §6.2. */
 export function clock(ms, { now, timeZone, prompt = false, clientTimeZone } = {}) {
   const element = h('time', { datetime: isoInstant(ms), 'data-ms': ms }, formatClock(ms, { now, timeZone }));
   element.title = clockTooltip(ms, { timeZone, prompt, clientTimeZone });
@@ -407,7 +407,7 @@ export function clock(ms, { now, timeZone, prompt = false, clientTimeZone } = {}
   return element;
 }
 
-/** Re-renders every clock under `root` for a new `now` (the next local midnight, §6.3). */
+/** Re-renders every clock under `root` for a new `now` (the next local midnight, web §6.3). */
 export function refreshClocks(root, { now = Date.now(), timeZone } = {}) {
   for (const element of root.querySelectorAll('time[data-ms]')) {
     const ms = Number(element.dataset.ms);
@@ -425,7 +425,7 @@ function pretty(value) {
   }
 }
 
-// --- conversation rows (§6.3) ---------------------------------------------------------------------
+// --- conversation rows (web §6.3) ---------------------------------------------------------------------
 
 function row(kind, event, ...children) {
   const attributes = { class: `row row-${kind}`, 'data-kind': kind };
@@ -534,7 +534,7 @@ export function retryRow(event) {
 
 /**
  * A turn's end. Completed: clock, `Ran for <duration>` (when the start is known), `Copy` (the
- * turn's last assistant text) and `Fork`; any other reason, its one line (§6.3).
+ * turn's last assistant text) and `Fork`; any other reason, its one line (web §6.3).
  */
 export function turnEndRow(event, { startTime, lastText = '', onFork, now, timeZone } = {}) {
   const reason = event.data?.reason;

@@ -1,4 +1,4 @@
-// The page's JSON-RPC 2.0 client over the `/rpc` WebSocket (docs/web.md §5, §6.4, §6.10): request ids
+// The page's JSON-RPC 2.0 client over the `/rpc` WebSocket (web §5, web §6.4, web §6.10): request ids
 // from crypto.randomUUID(), pending requests, notifications, reconnect with backoff and the
 // instance rule, and a per-session event feed that applies events in seq order.
 
@@ -270,7 +270,7 @@ export class SessionFeed {
   }
 
   /**
-   * Load every event from seq 0 in pages of `pageSize` through `onEvents` (the inspector, §6.12);
+   * Load every event from seq 0 in pages of `pageSize` through `onEvents` (the inspector, web §6.12);
    * resolves with the session header, or null when reset meanwhile.
    */
   async loadAll(pageSize) {
