@@ -634,3 +634,82 @@ def test_tool_rows_settle_with_their_result(page: Any) -> None:
         return [row.dataset.kind, row.dataset.callId, running, Array.from(args).length, row.querySelector('.tool-state').textContent, row.dataset.resultSeq];
     }"""
     assert run(page, "render.js", body) == ["tool", "call-1-1-0", "running", 80, "failed: Error: bad", "10"]
+
+
+# --- the event feed (web §6.4): seq order, dedup, gaps fetched, notifications buffered meanwhile -----
+
+FEED = """async (m, total) => {
+    const log = Array.from({ length: total }, (_, seq) => ({ type: 'x/y', seq, time: seq, data: {} }));
+    const calls = [];
+    let release = null;
+    const rpc = {
+        call(method, params) {
+            calls.push(params);
+            const from = params.beforeSeq !== undefined ? Math.max(0, Math.min(params.beforeSeq, total) - params.limit) : params.fromSeq;
+            const events = log.slice(from, from + params.limit);
+            const reply = { header: {}, events, nextSeq: from + events.length, done: from + events.length >= total };
+            return new Promise((resolve) => { release = () => resolve(reply); });
+        },
+    };
+    const got = [];
+    const feed = new m.SessionFeed(rpc, 's', (events) => got.push(events.map((e) => e.seq)));
+    const settle = async () => { while (release) { const r = release; release = null; r(); await new Promise((ok) => setTimeout(ok, 0)); } };
+    return { log, calls, got, feed, settle };
+}"""
+
+
+def test_the_feed_applies_events_in_seq_order_once(page: Any) -> None:
+    body = f"""async (m) => {{
+        const {{ log, calls, got, feed, settle }} = await ({FEED})(m, 8);
+        feed.startEmpty();
+        feed.push(log[0]); feed.push(log[0]); feed.push(log[1]);   // a duplicate is dropped
+        feed.push(log[4]);                                          // a gap: fetch from seq 2
+        feed.push(log[5]);                                          // buffered while fetching
+        await settle();
+        feed.push(log[3]); feed.push(log[6]);                       // already applied; next in line
+        await settle();
+        return {{ got, calls, next: feed.nextSeq, buffered: feed.buffer.size }};
+    }}"""
+    assert run(page, "rpc.js", body) == {
+        "got": [
+            [0],
+            [1],
+            [2, 3, 4, 5, 6, 7],
+        ],
+        "calls": [{"sessionId": "s", "fromSeq": 2, "limit": 1000}],
+        "next": 8,
+        "buffered": 0,
+    }
+
+
+def test_the_feed_holds_notifications_until_the_tail_page_is_in(page: Any) -> None:
+    body = f"""async (m) => {{
+        const {{ log, calls, got, feed, settle }} = await ({FEED})(m, 6);
+        const tail = feed.loadTail(4);
+        feed.push(log[6 - 1]);                                      // arrives before the page
+        await settle();
+        const result = await tail;
+        feed.drain();
+        return {{ window: result.events.map((e) => e.seq), got, calls, next: feed.nextSeq }};
+    }}"""
+    assert run(page, "rpc.js", body) == {
+        "window": [2, 3, 4, 5],
+        "got": [],
+        "calls": [{"sessionId": "s", "beforeSeq": 9007199254740991, "limit": 4}],
+        "next": 6,
+    }
+
+
+def test_a_reset_feed_forgets_what_it_buffered(page: Any) -> None:
+    body = f"""async (m) => {{
+        const {{ log, got, feed }} = await ({FEED})(m, 4);
+        feed.startEmpty();
+        feed.push(log[0]);
+        feed.reset();
+        feed.push(log[1]);
+        const held = feed.buffer.size;
+        feed.startEmpty();
+        return {{ got, held, next: feed.nextSeq }};
+    }}"""
+    # After the reset, seq 1 waits for seq 0, which the reset feed must be given again.
+    assert run(page, "rpc.js", body) == {"got": [[0]], "held": 1, "next": 0}

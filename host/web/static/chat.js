@@ -84,6 +84,8 @@ function errorLine(error) {
 function turnContext(startEvent = null) {
   return {
     open: startEvent !== null,
+    number: startEvent?.data?.turn,
+    step: undefined,
     startTime: startEvent?.time,
     toolRows: new Map(),
     lastText: '',
@@ -342,11 +344,28 @@ class Conversation {
   }
 
   renderEvent(event, ctx, out, live) {
+    const first = out.length;
+    this.renderRows(event, ctx, out, live);
+    // Every row of a turn names its turn and step (`data-turn`, `data-step`), prompts and readings too.
+    for (let i = first; i < out.length; i += 1) {
+      const row = out[i];
+      if (ctx.open && row.dataset.turn === undefined && Number.isInteger(ctx.number)) row.dataset.turn = ctx.number;
+      if (ctx.open && row.dataset.step === undefined && Number.isInteger(ctx.step)) row.dataset.step = ctx.step;
+    }
+  }
+
+  renderRows(event, ctx, out, live) {
     const data = event.data ?? {};
     const view = { now: this.chat.now };
     switch (event.type) {
       case 'turn/start':
         Object.assign(ctx, turnContext(event));
+        break;
+      case 'step/start':
+        ctx.step = data.step;
+        break;
+      case 'step/end':
+        ctx.step = undefined;
         break;
       case 'user/message': {
         const kind = userMessageKind(data);

@@ -265,7 +265,6 @@ export class SessionFeed {
     const result = await this.rpc.call('session/history', { sessionId: this.sessionId, beforeSeq: TAIL, limit });
     if (generation !== this.generation) return null;
     this.nextSeq = result.nextSeq;
-    for (const seq of this.buffer.keys()) if (seq < this.nextSeq) this.buffer.delete(seq);
     return result;
   }
 
@@ -304,6 +303,7 @@ export class SessionFeed {
 
   drain() {
     if (this.nextSeq === null) return;
+    for (const seq of this.buffer.keys()) if (seq < this.nextSeq) this.buffer.delete(seq); // a page had them
     const run = [];
     while (this.buffer.has(this.nextSeq)) {
       run.push(this.buffer.get(this.nextSeq));
