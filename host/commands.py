@@ -27,7 +27,6 @@ from eventlog import SystemClock
 from host.chat import run_chat
 from host.cli import StartupError, UsageError
 from host.demo import demo_config, run_demo
-from host.jsonrpc import DEFAULT_MAX_LINE_BYTES
 from host.models import (
     PROVIDERS,
     ModelAdapters,
@@ -38,7 +37,7 @@ from host.models import (
     missing_model_usage_error,
     resolve_model,
 )
-from host.rpc import serve_stdio
+from host.rpc import DEFAULT_MAX_LINE_BYTES, serve_stdio
 from host.runtime import DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, HostConfig, open_host, resolve_root
 
 SYSTEM_ZONE_HINT = "; pass --time-zone ZONE or --no-time-context"

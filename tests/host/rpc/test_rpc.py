@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import eventlog.fileio
 from eventlog import SessionStore, read_log
-from host.jsonrpc import (
+from host.rpc import (
     ID_PROBE_BYTES,
     Invalid,
     Line,

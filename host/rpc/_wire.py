@@ -1,11 +1,10 @@
-"""The pure side of the JSON-RPC 2.0 wire (host.md §4.1, §4.2, §4.3 parameters, §8).
+"""The pure side of the JSON-RPC 2.0 wire (host §4.1, §4.2, §8): framing, classification, frames
+and the error builders every transport shares (stdio, and the WebSocket of web §5).
 
 Bytes to lines: :class:`LineSplitter` splits on LF and applies the ``max_line_bytes`` rule, and
 :func:`overlong_id` finds the id of a line that was too long. Lines to frames: :func:`classify`
-decodes UTF-8 and JSON and classifies in the order of §4.1. Frames out: :func:`encode` and the
-frame builders write compact JSON with raw non-ASCII. Requests to values: the error constructors
-of §4.2 and the parameter checks of §4.3, each raising a :class:`~host.boundary.HostError` that
-names the field. Nothing here performs I/O; :mod:`host.rpc` runs the server around it.
+decodes UTF-8 and JSON and classifies in the order of host §4.1. Frames out: :func:`encode` and
+the frame builders write compact JSON with raw non-ASCII. Nothing here performs I/O.
 """
 
 from __future__ import annotations
@@ -20,23 +19,12 @@ from typing import Any
 
 import msgspec
 
-from host.runtime import (
-    SESSION_ID_RULE,
-    ChildCreated,
-    Delta,
-    EventAppended,
-    HostError,
-    Notification,
-    StatusChanged,
-    check_session_id,
-)
+from host.runtime import ChildCreated, Delta, EventAppended, HostError, Notification, StatusChanged
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 ID_PROBE_BYTES = 1024  # how much of an over-long line is searched for its "id"
 INTERNAL_ERROR = -32603
 SERVER_INFO = {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"}
-MAX_SAFE = 2**53 - 1
-HISTORY_LIMIT_MAX = 10_000
 
 _MAX_FLOAT_INT = int(sys.float_info.max)
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -76,7 +64,7 @@ class LineSplitter:
         self._buffer = bytearray()
         self._discarding = False
 
-    def feed(self, data: bytes) -> list[Line | Overlong]:
+    def feed(self, data: bytes | bytearray) -> list[Line | Overlong]:
         out: list[Line | Overlong] = []
         buffer = self._buffer
         buffer += data
@@ -282,7 +270,7 @@ def notification_bytes(value: Notification, *, deltas: bool) -> bytes | None:
     raise TypeError(f"unknown notification {value!r}")
 
 
-# --- errors and parameter checks -----------------------------------------------------------------
+# --- errors ------------------------------------------------------------------------------------
 
 
 def unknown_method(method: str) -> HostError:
@@ -305,142 +293,3 @@ def flush_failed_at_shutdown(session_id: str, message: str) -> HostError:
 
 def internal(exc: BaseException) -> HostError:
     return HostError("internal", f"internal error: {type(exc).__name__}: {exc}")
-
-
-def _invalid(method: str, field: str, requirement: str) -> HostError:
-    return HostError("invalid-params", f"{method} {field} {requirement}", field=field)
-
-
-def session_id_param(method: str, params: Mapping[str, Any], key: str = "sessionId") -> str:
-    """``params[key]`` if it matches the id rule (:func:`~host.boundary.check_session_id`), else
-    ``invalid-session-id`` naming the method and the field."""
-    value = params.get(key)
-    try:
-        return check_session_id(value)
-    except HostError:  # the same refusal, with the message naming the method and field
-        raise HostError("invalid-session-id", f"{method} {key} must match {SESSION_ID_RULE}", value=value) from None
-
-
-def _optional_string(method: str, params: Mapping[str, Any], key: str, *, non_empty: bool) -> str | None:
-    if key not in params:
-        return None
-    value = params[key]
-    if not isinstance(value, str) or (non_empty and not value):
-        raise _invalid(method, key, "must be a non-empty string" if non_empty else "must be a string")
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class InitializeParams:
-    cwd: str | None
-    provider: str | None
-    model: str | None
-    max_tokens: int | None
-    reasoning_effort: str | None
-    stream_deltas: bool | None
-
-
-def initialize_params(params: Mapping[str, Any]) -> InitializeParams:
-    """§4.3.1, checked in order: cwd, provider, model, maxTokens, reasoningEffort, streamDeltas."""
-    method = "initialize"
-    cwd = _optional_string(method, params, "cwd", non_empty=False)
-    if cwd is not None and "\x00" in cwd:
-        raise _invalid(method, "cwd", "must not contain NUL characters")
-    provider = _optional_string(method, params, "provider", non_empty=True)
-    model = _optional_string(method, params, "model", non_empty=True)
-    max_tokens = _optional_int(method, params, "maxTokens", None, 1, MAX_SAFE, "must be a positive safe integer")
-    effort = _optional_string(method, params, "reasoningEffort", non_empty=True)
-    deltas = params.get("streamDeltas")
-    if "streamDeltas" in params and not isinstance(deltas, bool):
-        raise _invalid(method, "streamDeltas", "must be a boolean")
-    return InitializeParams(cwd, provider, model, max_tokens, effort, deltas)
-
-
-def _content_block_ok(block: object) -> bool:
-    if not isinstance(block, dict):
-        return False
-    kind = block.get("type")
-    if kind == "text":
-        return block.keys() == {"type", "text"} and isinstance(block["text"], str)
-    if kind == "image":
-        return block.keys() == {"type", "attachment"} and isinstance(block["attachment"], dict)
-    return False
-
-
-def content_blocks_param(method: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A non-empty array of user blocks: ``{"type":"text","text":S}`` or
-    ``{"type":"image","attachment":OBJ}``, nothing else."""
-    blocks = params.get("contentBlocks")
-    if not isinstance(blocks, list) or not blocks:
-        raise _invalid(method, "contentBlocks", "must be a non-empty array of content blocks")
-    for index, block in enumerate(blocks):
-        if not _content_block_ok(block):
-            raise _invalid(
-                method,
-                f"contentBlocks[{index}]",
-                'must be {"type":"text","text":<string>} or {"type":"image","attachment":<object>}',
-            )
-    return blocks
-
-
-def mode_param(method: str, params: Mapping[str, Any]) -> str:
-    """``"queue"`` (the default) or ``"steer"``."""
-    mode = params.get("mode", "queue")
-    if not isinstance(mode, str) or mode not in ("queue", "steer"):
-        raise _invalid(method, "mode", 'must be "queue" or "steer"')
-    return mode
-
-
-def path_param(method: str, params: Mapping[str, Any]) -> str:
-    """``working-directory/set``'s ``path``: a non-empty string (checked as a directory later)."""
-    path = params.get("path")
-    if not isinstance(path, str) or not path or "\x00" in path:
-        raise _invalid(method, "path", "must be a non-empty string without NUL characters")
-    return path
-
-
-@dataclass(frozen=True, slots=True)
-class ForkParams:
-    parent: str
-    boundary_seq: int | None
-    child_id: str | None
-
-
-def fork_params(params: Mapping[str, Any]) -> ForkParams:
-    """§4.3.5: ``sessionId``, optional ``boundarySeq`` (a safe integer ≥ 0) and ``childSessionId``."""
-    method = "session/fork"
-    parent = session_id_param(method, params)
-    boundary = _optional_int(method, params, "boundarySeq", None, 0, MAX_SAFE, "must be a non-negative safe integer")
-    child = session_id_param(method, params, "childSessionId") if "childSessionId" in params else None
-    return ForkParams(parent, boundary, child)
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryParams:
-    session_id: str
-    from_seq: int
-    limit: int
-
-
-def history_params(params: Mapping[str, Any]) -> HistoryParams:
-    """§4.3.7: ``sessionId``, ``fromSeq`` (a safe integer ≥ 0, default 0) and ``limit`` (an
-    integer from 1 to 10000, default 1000)."""
-    method = "session/history"
-    session_id = session_id_param(method, params)
-    from_seq = _optional_int(method, params, "fromSeq", 0, 0, MAX_SAFE, "must be a non-negative safe integer")
-    limit = _optional_int(
-        method, params, "limit", 1000, 1, HISTORY_LIMIT_MAX, f"must be an integer from 1 to {HISTORY_LIMIT_MAX}"
-    )
-    assert from_seq is not None and limit is not None
-    return HistoryParams(session_id, from_seq, limit)
-
-
-def _optional_int(
-    method: str, params: Mapping[str, Any], key: str, default: int | None, lowest: int, highest: int, requirement: str
-) -> int | None:
-    if key not in params:
-        return default
-    value = params[key]
-    if not (type(value) is int and lowest <= value <= highest):
-        raise _invalid(method, key, requirement)
-    return value
