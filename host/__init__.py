@@ -1,78 +1,47 @@
-"""host — the assistant runtime of turnlog (spec host.md).
+"""host — the assistant runtime of turnlog (docs/host.md): the only package that wires
+``eventlog``, ``schedule`` and ``timecontext`` together, and the only one with a ``main``.
 
-The agent loop (:mod:`host.agent`), the live sessions and the operations every front door uses
-(:mod:`host.app`) with their pure boundary rules (:mod:`host.boundary`), the model adapters
-(:mod:`host.model`, :mod:`host.scripted`, :mod:`host.openai`, :mod:`host.providers`), the tool
-registry (:mod:`host.tools`) and the restart-testing harness (:mod:`host.testing`). It is the only package that wires ``eventlog``,
-``schedule`` and ``timecontext`` together.
+Its layers import downwards only: ``cli`` and ``web`` (the front doors) → ``rpc`` (the JSON-RPC
+protocol) → ``runtime`` (agent loop, sessions, tools) → ``models`` (adapters). ``testing`` is the
+public restart harness. This module re-exports what a program embedding a host uses.
 """
 
-from __future__ import annotations
+from eventlog.vocab import ToolSpec as ToolSpec
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-# Public names and the module that defines each. They load on first use (PEP 562), so the
-# `turnlog` command line can answer --help and --version, or run a log command, without
-# importing trio, httpx and every package of the host.
-_EXPORTS = {
-    "DEFAULT_SYSTEM_PROMPT": "host.runtime",
-    "Agent": "host.runtime",
-    "AgentClosed": "host.runtime",
-    "Route": "host.runtime",
-    "SchedulePort": "host.runtime",
-    "Adapters": "host.runtime",
-    "ChildCreated": "host.runtime",
-    "Delta": "host.runtime",
-    "EventAppended": "host.runtime",
-    "Host": "host.runtime",
-    "HostConfig": "host.runtime",
-    "LiveSession": "host.runtime",
-    "Notification": "host.runtime",
-    "ShutdownReport": "host.runtime",
-    "StatusChanged": "host.runtime",
-    "open_host": "host.runtime",
-    "HostError": "host.runtime",
-    "canonical_client_zone": "host.runtime",
-    "check_session_id": "host.runtime",
-    "resolve_root": "host.runtime",
-}
-
-__all__ = sorted(_EXPORTS)
-
-if TYPE_CHECKING:
-    from host.runtime import (
-        DEFAULT_SYSTEM_PROMPT,
-        Adapters,
-        Agent,
-        AgentClosed,
-        ChildCreated,
-        Delta,
-        EventAppended,
-        Host,
-        HostConfig,
-        HostError,
-        LiveSession,
-        Notification,
-        Route,
-        SchedulePort,
-        ShutdownReport,
-        StatusChanged,
-        canonical_client_zone,
-        check_session_id,
-        open_host,
-        resolve_root,
-    )
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'host' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+from .models import BlockEnd as BlockEnd
+from .models import BlockStart as BlockStart
+from .models import Chunk as Chunk
+from .models import Failure as Failure
+from .models import Finish as Finish
+from .models import FinishError as FinishError
+from .models import FinishMaxTokens as FinishMaxTokens
+from .models import FinishStop as FinishStop
+from .models import FinishToolCalls as FinishToolCalls
+from .models import ModelAdapter as ModelAdapter
+from .models import ModelAdapters as ModelAdapters
+from .models import ModelRequest as ModelRequest
+from .models import OpenAIAdapter as OpenAIAdapter
+from .models import ReasoningDelta as ReasoningDelta
+from .models import ScriptedAdapter as ScriptedAdapter
+from .models import TextDelta as TextDelta
+from .models import ToolCallDelta as ToolCallDelta
+from .models import UsageReport as UsageReport
+from .runtime import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
+from .runtime import Adapters as Adapters
+from .runtime import ChildCreated as ChildCreated
+from .runtime import Delta as Delta
+from .runtime import EventAppended as EventAppended
+from .runtime import FunctionTool as FunctionTool
+from .runtime import Host as Host
+from .runtime import HostConfig as HostConfig
+from .runtime import HostError as HostError
+from .runtime import LiveSession as LiveSession
+from .runtime import Notification as Notification
+from .runtime import ShutdownReport as ShutdownReport
+from .runtime import StatusChanged as StatusChanged
+from .runtime import ToolContext as ToolContext
+from .runtime import ToolError as ToolError
+from .runtime import canonical_client_zone as canonical_client_zone
+from .runtime import check_session_id as check_session_id
+from .runtime import open_host as open_host
+from .runtime import resolve_root as resolve_root

@@ -37,9 +37,9 @@ import trio.testing
 
 import schedule
 from eventlog import SessionStore
-from host.runtime import EventAppended, Host, HostConfig, open_host
 from host.models import ModelRequest, ScriptedAdapter
 from host.rpc import Server
+from host.runtime import EventAppended, Host, HostConfig, open_host
 
 DAY_MS = 86_400_000
 
@@ -301,8 +301,8 @@ def print_startup(runs: int) -> None:
         cases = [
             ("baseline: python -c pass", [python, "-c", "pass"], b""),
             ("baseline: python -c 'import eventlog.cli'", [python, "-c", "import eventlog.cli"], b""),
-            ("baseline: python -c 'import host.logcommands'", [python, "-c", "import host.logcommands"], b""),
-            ("baseline: python -c 'import host.commands'", [python, "-c", "import host.commands"], b""),
+            ("baseline: python -c 'import host.cli._logcommands'", [python, "-c", "import host.cli._logcommands"], b""),
+            ("baseline: python -c 'import host.cli._commands'", [python, "-c", "import host.cli._commands"], b""),
             ("turnlog --version", [turnlog, "--version"], b""),
             ("turnlog --help", [turnlog, "--help"], b""),
             ("turnlog ls --root R", [turnlog, "ls", "--root", root], b""),

@@ -435,7 +435,7 @@ def store(tmp_path: Path) -> Path:
 
 
 def _host_checks():
-    host_commands = pytest.importorskip("host.logcommands")
+    host_commands = pytest.importorskip("host.cli._logcommands")
     return host_commands.CHECKS
 
 

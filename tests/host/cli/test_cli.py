@@ -19,7 +19,7 @@ from eventlog import SessionStore, read_log
 from host.cli import main
 from tests.host.process_support import TURNLOG
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ROOT_VARS = ("TURNLOG_HOME", "DSH_SESSION_ROOT", "XDG_DATA_HOME")
 DEMO_ID = r"demo-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}"
 

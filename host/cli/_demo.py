@@ -22,7 +22,6 @@ import trio
 
 import schedule
 from eventlog import Event, EventLogError, SessionStore, read_log
-from host.chat import PROMPT, admit_text, reminder_notice, reminders_inserted, text_of, transcript_lines
 from host.models import ScriptedAdapter
 from host.runtime import (
     EventAppended,
@@ -33,6 +32,8 @@ from host.runtime import (
     open_host,
     sole_exception,
 )
+
+from ._chat import PROMPT, admit_text, reminder_notice, reminders_inserted, text_of, transcript_lines
 
 FIRST_TURN_TIMEOUT_S = 30.0
 REMINDER_GRACE_S = 30.0  # beyond the reminder's delay, before the demo gives up
@@ -182,7 +183,7 @@ async def _tour(
         say(f"root: {root}")
         say(f"session: {session_id}")
         say("model: scripted (offline)")
-        say()
+        say("")
         prompt = f"remind me in {seconds} seconds to stretch"
         say(PROMPT + prompt)
         await admit_text(host, session_id, prompt)
@@ -197,7 +198,7 @@ async def _tour(
                 for line in transcript_lines(event):
                     say(line)
         _check_created(first)
-        say()
+        say("")
         say(f"waiting {seconds} s for the reminder…")
         second_end: int | None = None
         with trio.move_on_after(seconds + REMINDER_GRACE_S):
@@ -214,7 +215,7 @@ async def _tour(
         report = await host.shutdown()
         if not report.ok:
             raise DemoCheckFailed(f"the log could not be flushed: {next(iter(report.failed.values()))}")
-    say()
+    say("")
     say("restarting the host on the same root…")
     async with open_host(config, adapters={"scripted": ScriptedAdapter()}) as host:
         await host.resume(session_id)

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 from host._process import EXIT_SIGINT, package_version
 
+from ._errors import StartupError, UsageError
+
 LOG_COMMANDS = ("ls", "inspect", "validate", "tail", "fork")
 HOST_COMMANDS = ("demo", "chat", "serve")
 HELP = ("-h", "--help")
@@ -49,14 +51,6 @@ options:
 
 `turnlog --profile NAME ...` without a command runs `turnlog serve`.
 """
-
-
-class UsageError(Exception):
-    """A bad command line: exit status 2."""
-
-
-class StartupError(Exception):
-    """The command cannot start (e.g. an unusable session root): exit status 1."""
 
 
 def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
@@ -101,10 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         # Deferred: the packages load only for a command, and the agent runtime only for its own.
         if command in LOG_COMMANDS:
-            from host.logcommands import run_log_command
+            from ._logcommands import run_log_command
 
             return run_log_command(command, rest, os.environ)
-        from host.commands import run_host_command
+        from ._commands import run_host_command
 
         return run_host_command(command, rest, os.environ)
     except UsageError as exc:

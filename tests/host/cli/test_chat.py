@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eventlog import read_log
-from host.chat import Display, reminder_notice, tool_result_line, turn_end_line
+from host.cli._chat import Display, reminder_notice, tool_result_line, turn_end_line
 
 SCRIPT = Path(sys.executable).with_name("turnlog")
 HANG_GUARD_S = 20.0

@@ -24,9 +24,6 @@ import trio
 import schedule
 import timecontext
 from eventlog import SystemClock
-from host.chat import run_chat
-from host.cli import StartupError, UsageError
-from host.demo import demo_config, run_demo
 from host.models import (
     PROVIDERS,
     ModelAdapters,
@@ -39,6 +36,10 @@ from host.models import (
 )
 from host.rpc import DEFAULT_MAX_LINE_BYTES, serve_stdio
 from host.runtime import DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, HostConfig, open_host, resolve_root
+
+from ._chat import run_chat
+from ._demo import demo_config, run_demo
+from ._errors import StartupError, UsageError
 
 SYSTEM_ZONE_HINT = "; pass --time-zone ZONE or --no-time-context"
 SERVE_PREFIX = "turnlog serve: "
