@@ -19,47 +19,52 @@ import math
 import re
 import secrets
 import sys
-import time as _time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 import msgspec
 
 from .errors import CorruptLog, InvalidEvent, InvalidSessionId, UnsupportedFormat
+from .values import MAX_SAFE_INTEGER, is_safe_int
 
+# ``is_safe_int`` lives in ``eventlog.values``; it is re-exported here for importers that still
+# take it from this module.
 __all__ = [
-    "MAX_SAFE_INTEGER",
-    "SURFACE_TYPES",
-    "ROW_TYPES",
-    "ZSTD_MAGIC",
-    "UNPARSABLE",
     "INVALID_ENVELOPE",
+    "ROW_TYPES",
     "SEQ_GAP",
-    "Clock",
-    "SystemClock",
-    "ReplaceOp",
-    "SurfaceOp",
+    "SURFACE_TYPES",
+    "TEMP_SUFFIX",
+    "UNPARSABLE",
+    "ZSTD_MAGIC",
     "Event",
-    "SessionHeader",
     "MalformedRecord",
     "RecordDecoder",
+    "ReplaceOp",
+    "SafeInt",
+    "SeqInt",
+    "SessionHeader",
+    "SurfaceOp",
     "build_event",
-    "check_session_id",
     "check_not_zstd",
+    "check_session_id",
     "decode_header",
     "is_event_type",
     "is_safe_int",
-    "TEMP_SUFFIX",
     "temp_path",
 ]
 
 T = TypeVar("T")
 
-MAX_SAFE_INTEGER = 2**53 - 1
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
 ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+# The integer bounds of §2 as msgspec constraints, checked while decoding (no per-event Python
+# work): any safe integer, and a safe integer >= 0 (seqs, counts).
+SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+SeqInt = Annotated[int, msgspec.Meta(ge=0, le=MAX_SAFE_INTEGER)]
 
 # Defect reasons of §5.5 / §7.1 produced while decoding one record.
 UNPARSABLE = "unparsable committed event"
@@ -70,11 +75,6 @@ _TYPE_RE = re.compile(r"[a-z0-9][a-z0-9-]*(?:/[a-z0-9][a-z0-9-]*)+")
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _WINDOWS_ABS_RE = re.compile(r"[A-Za-z]:[\\/]")
 _EVENT_KEYS = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable")
-
-
-def is_safe_int(value: object) -> bool:
-    """True for a Python ``int`` (never ``bool``) within ±(2**53 - 1)."""
-    return type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 
 
 def _is_seq_int(value: object) -> bool:
@@ -108,19 +108,6 @@ def temp_path(final: Path) -> Path:
 # --------------------------------------------------------------------------- values
 
 
-class Clock(Protocol):
-    """The wall clock: integer epoch milliseconds. It may jump; callers re-read it."""
-
-    def now_ms(self) -> int: ...
-
-
-class SystemClock:
-    """``Clock`` reading the system wall clock (``time.time_ns() // 1_000_000``)."""
-
-    def now_ms(self) -> int:
-        return _time.time_ns() // 1_000_000
-
-
 class ReplaceOp(
     msgspec.Struct, frozen=True, tag_field="op", tag="replace", forbid_unknown_fields=True, gc=False
 ):
@@ -130,7 +117,7 @@ class ReplaceOp(
     end: int
 
 
-SurfaceOp = Union[Literal["append"], ReplaceOp]
+SurfaceOp: TypeAlias = Literal["append"] | ReplaceOp
 
 
 @functools.cache
@@ -388,9 +375,6 @@ class MalformedRecord(Exception):
         self.detail = detail
 
 
-# Integer bounds of §2 checked by msgspec while decoding (no per-event Python work).
-_SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
-_Index = Annotated[int, msgspec.Meta(ge=0, le=MAX_SAFE_INTEGER)]
 
 
 class _WireEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
@@ -398,11 +382,11 @@ class _WireEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=Fal
     # false, which the public ``Event`` annotations cannot express; seq, time and source seqs
     # are safe integers.
     type: str
-    seq: _Index
-    time: _SafeInt
+    seq: SeqInt
+    time: SafeInt
     data: msgspec.Raw
     surfaceOp: Literal["append"] | ReplaceOp = None  # type: ignore[assignment]
-    sourceEventSeqs: tuple[_Index, ...] = None  # type: ignore[assignment]
+    sourceEventSeqs: tuple[SeqInt, ...] = None  # type: ignore[assignment]
     ignorable: Literal[True] = False  # type: ignore[assignment]
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
 from . import vocab
 from .errors import CorruptLog
-from .format import MAX_SAFE_INTEGER, Event, build_event
+from .format import Event, SafeInt, build_event
 
 __all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "TurnTracker", "plan_closers"]
 
@@ -36,15 +36,12 @@ _OUTCOME_UNKNOWN_ERROR = vocab.ToolError(name="ToolOutcomeUnknownError", code="T
 
 # A number outside the safe range (§2) is not an integer of the log: the closers would have to
 # carry it, so it is a field of the wrong type, not one repair may copy.
-_SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
-
-
 class _TurnView(msgspec.Struct):
-    turn: _SafeInt
+    turn: SafeInt
 
 
 class _StepView(msgspec.Struct):
-    step: _SafeInt
+    step: SafeInt
 
 
 class _Block(msgspec.Struct):

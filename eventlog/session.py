@@ -31,8 +31,9 @@ import trio
 
 from . import fileio
 from .errors import EventLogError, InvalidEvent, PersistenceError, SessionClosed
-from .format import Clock, Event, SessionHeader, SurfaceOp, build_event, temp_path
+from .format import Event, SessionHeader, SurfaceOp, build_event, temp_path
 from .reader import Repair
+from .values import Clock
 
 __all__ = ["Session"]
 

@@ -34,18 +34,10 @@ from .errors import (
     SessionNotFound,
     UnsupportedFormat,
 )
-from .format import (
-    Clock,
-    Event,
-    SessionHeader,
-    SystemClock,
-    build_event,
-    check_session_id,
-    is_safe_int,
-    temp_path,
-)
+from .format import Event, SessionHeader, build_event, check_session_id, temp_path
 from .reader import LogSnapshot, Repair, iter_events, read_header, read_log, read_log_fd
 from .session import Session
+from .values import Clock, SystemClock, is_safe_int
 
 __all__ = ["SessionInfo", "SessionStore", "SessionRootError", "default_root"]
 

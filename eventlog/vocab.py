@@ -21,7 +21,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .errors import InvalidEvent
-from .format import Event, is_safe_int
+from .format import Event
+from .values import is_safe_int
 
 __all__ = [
     # type constants

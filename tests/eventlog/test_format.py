@@ -22,12 +22,12 @@ from eventlog.format import (
     RecordDecoder,
     ReplaceOp,
     SessionHeader,
-    SystemClock,
     build_event,
     check_not_zstd,
     check_session_id,
     decode_header,
 )
+from eventlog.values import SystemClock
 from tests.eventlog.spec_examples import E1_LINES, E9_EVENTS, E9_ROW
 
 PATH = "/tmp/x.jsonl"
