@@ -31,6 +31,7 @@ from .values import MAX_SAFE_INTEGER, is_safe_int
 # ``is_safe_int`` lives in ``eventlog.values``; it is re-exported here for importers that still
 # take it from this module.
 __all__ = [
+    "ID_PATTERN",
     "INVALID_ENVELOPE",
     "ROW_TYPES",
     "SEQ_GAP",
@@ -71,8 +72,10 @@ UNPARSABLE = "unparsable committed event"
 INVALID_ENVELOPE = "invalid event envelope"
 SEQ_GAP = "seq gap in committed region"
 
+ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+"""A session id (§4.2), as a regular expression to match whole (``re.fullmatch``)."""
+_ID_RE = re.compile(ID_PATTERN)
 _TYPE_RE = re.compile(r"[a-z0-9][a-z0-9-]*(?:/[a-z0-9][a-z0-9-]*)+")
-_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _WINDOWS_ABS_RE = re.compile(r"[A-Za-z]:[\\/]")
 _EVENT_KEYS = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable")
 

@@ -41,6 +41,7 @@ from .scan import CHUNK_SIZE, Defect, Scanner
 from .vocab import TURN_END, TURN_START
 
 __all__ = [
+    "HEADER_LIMIT",
     "Defect",
     "Repair",
     "LogSnapshot",
@@ -57,6 +58,8 @@ __all__ = [
 # nothing for the regular files that are read.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _HEADER_READ = 8192
+HEADER_LIMIT = 1 << 20
+"""The longest header line ``list`` reads (log-format §11); a longer one is the file's problem."""
 TAIL_DEBOUNCE_MS = 50
 # Idle re-read period. It also bounds how long a change made before the watcher started can go
 # unseen and how long cancelling a follow waits for the watcher thread, hence well under 1 s.

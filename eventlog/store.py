@@ -35,7 +35,7 @@ from .errors import (
     UnsupportedFormat,
 )
 from .format import Event, SessionHeader, build_event, check_session_id, temp_path
-from .reader import LogSnapshot, Repair, iter_events, read_header, read_log, read_log_fd
+from .reader import HEADER_LIMIT, LogSnapshot, Repair, iter_events, read_header, read_log, read_log_fd
 from .session import Session
 from .values import Clock, SystemClock, is_safe_int
 
@@ -43,7 +43,6 @@ __all__ = ["SessionInfo", "SessionStore", "SessionRootError", "default_root"]
 
 logger = logging.getLogger("eventlog")
 
-_HEADER_LIMIT = 1 << 20
 _CHILD_CHUNK = 1 << 20
 
 
@@ -473,7 +472,7 @@ def _delete(id: str, path: Path) -> None:
 def _list_header(path: Path, id: str) -> tuple[SessionHeader | None, str | None]:
     """Line 1 of a store file (8 KiB reads until the first LF): its header, or the problem."""
     try:
-        return read_header(path, expected_id=id, max_bytes=_HEADER_LIMIT), None
+        return read_header(path, expected_id=id, max_bytes=HEADER_LIMIT), None
     except CorruptLog as exc:
         return None, exc.detail
     except UnsupportedFormat as exc:

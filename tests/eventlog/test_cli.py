@@ -765,7 +765,7 @@ class Terminal:
 def test_progress_indication_on_a_terminal_while_a_large_log_is_read(
     capsys, root: Path, monkeypatch
 ) -> None:
-    import eventlog.cli as cli
+    from eventlog.cli import _commands as cli
 
     monkeypatch.setattr(cli, "PROGRESS_MIN_BYTES", 500)  # demo-1 (887 bytes) counts as large
     monkeypatch.setattr(cli, "PROGRESS_DELAY_S", 0)
@@ -788,7 +788,7 @@ def test_progress_indication_on_a_terminal_while_a_large_log_is_read(
 def test_no_progress_indication_off_a_terminal_or_for_a_small_log(
     capsys, root: Path, monkeypatch
 ) -> None:
-    import eventlog.cli as cli
+    from eventlog.cli import _commands as cli
 
     monkeypatch.setattr(cli, "PROGRESS_DELAY_S", 0)
     terminal = Terminal()

@@ -1,0 +1,410 @@
+"""The five log commands (log-format §10): ``ls``, ``inspect``, ``validate``, ``tail`` and
+``fork``, each an async function of the parsed arguments and an ``Env``.
+
+These are the effects: reading (in worker threads, abandoned on Ctrl-C since reading never
+writes), following, forking, and writing the output that ``_render`` and ``_validate`` compute.
+None of them writes to an existing session file, takes its lock or repairs it; only ``fork``
+writes, and only a new file. A failure already described by its message is ``CommandFailed``
+(exit status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import functools
+import itertools
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import msgspec
+import trio
+
+from ..errors import ForkError, InvalidSessionId, SessionNotFound
+from ..format import Event, SessionHeader, check_session_id
+from ..reader import HEADER_LIMIT, LogSnapshot, iter_events, read_header, read_log, tail
+from ..store import SessionInfo, SessionStore
+from ._parser import UsageError
+from ._render import (
+    event_line,
+    fork_lines,
+    header_lines,
+    header_object,
+    inspect_json,
+    json_text,
+    last_turn_end,
+    leftover_warning,
+    ls_lines,
+    open_turn_hint,
+    repair_lines,
+)
+from ._validate import FAILING, Check, Verdict, leftover_temp_files, validate_log
+
+T = TypeVar("T")
+
+ERROR_PREFIX = "turnlog"
+WRITE_BATCH_BYTES = 1 << 20  # JSON output is written in pieces of about this size
+PROGRESS_MIN_BYTES = 16 * 1024 * 1024  # logs at least this large get a progress indication
+PROGRESS_DELAY_S = 0.3  # ... if reading takes longer than this
+TAIL_BATCH = 4096  # events read per worker-thread call by `tail --from`
+
+
+class CommandFailed(Exception):
+    """A failure already described by its message: exit status 1."""
+
+
+@dataclass
+class Env:
+    """What a command runs against: the session root, the packages' checks, the streams."""
+
+    root: Path
+    checks: tuple[Check, ...]
+    out: IO[str]
+    err: IO[str]
+
+    def store(self) -> SessionStore:
+        return SessionStore(self.root)
+
+    def print(self, line: str = "") -> None:
+        self.out.write(line + "\n")
+
+    def print_json(self, value: Any) -> None:
+        self.out.write(msgspec.json.encode(value).decode("utf-8") + "\n")
+
+    def write_pieces(self, pieces: Iterable[bytes]) -> None:
+        """Write UTF-8 pieces in ~1 MiB batches."""
+        batch: list[bytes] = []
+        size = 0
+        for piece in pieces:
+            batch.append(piece)
+            size += len(piece)
+            if size >= WRITE_BATCH_BYTES:
+                self.out.write(b"".join(batch).decode("utf-8"))
+                batch, size = [], 0
+        self.out.write(b"".join(batch).decode("utf-8"))
+
+    def warn(self, message: str) -> None:
+        self.err.write(f"{ERROR_PREFIX}: {message}\n")
+        self.err.flush()
+
+
+def _resolve(arg: str, env: Env) -> tuple[Path, str | None]:
+    """``PATH|ID``: an argument containing ``/`` is a file path, anything else an id in the root."""
+    if "/" in arg:
+        return Path(arg), None
+    try:
+        return env.store().path(arg), arg
+    except InvalidSessionId as exc:
+        raise UsageError(f"{exc} (to read a file, give a path containing '/', e.g. ./{arg})") from None
+
+
+def _not_found_hint(arg: str) -> str:
+    if Path(arg).is_file():
+        return f' (to read the file in the current directory, write "./{arg}")'
+    return ""
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _header_line(path: Path) -> bytes | None:
+    """Line 1 of ``path`` without its line ending, or None if it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as file:
+            return file.readline(HEADER_LIMIT).rstrip(b"\r\n")
+    except OSError:
+        return None
+
+
+def _header_json(path: Path, header: SessionHeader) -> msgspec.Raw:
+    return header_object(_header_line(path), header)
+
+
+async def _with_progress(env: Env, label: str, size: int, work: Callable[[], Awaitable[T]]) -> T:
+    """Run ``work``; while it lasts longer than a moment on a large log, show an elapsed-time
+    indication on stderr if stderr is a terminal. The line is erased afterwards."""
+    isatty = getattr(env.err, "isatty", None)
+    if size < PROGRESS_MIN_BYTES or not (isatty is not None and isatty()):
+        return await work()
+    megabytes = size / 1e6
+    shown = False
+
+    async def indicate() -> None:
+        nonlocal shown
+        start = trio.current_time()
+        await trio.sleep(PROGRESS_DELAY_S)
+        spinner = "|/-\\"
+        tick = 0
+        while True:
+            elapsed = trio.current_time() - start
+            env.err.write(f"\r{spinner[tick % 4]} reading {label} ({megabytes:,.1f} MB) … {elapsed:4.1f}s")
+            env.err.flush()
+            shown = True
+            tick += 1
+            await trio.sleep(0.1)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(indicate)
+            try:
+                return await work()
+            finally:
+                nursery.cancel_scope.cancel()
+                if shown:
+                    env.err.write("\r\x1b[K")
+                    env.err.flush()
+    except BaseExceptionGroup as group:
+        # The indicator never fails, so the group holds the work's own exception.
+        raise single(group) from None
+
+
+def single(exc: BaseException) -> BaseException:
+    """The one exception inside (nested) single-member exception groups, else ``exc``."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def _in_thread(fn: Callable[[], T]) -> T:
+    # Reading never writes, so a Ctrl-C may abandon the worker thread.
+    return await trio.to_thread.run_sync(fn, abandon_on_cancel=True)
+
+
+# --------------------------------------------------------------------------- ls
+
+
+async def _store_files(env: Env) -> list[SessionInfo]:
+    """Every store file (``SessionStore.list``); none for a root not created yet. A root that
+    is not a directory fails, so a mistyped ``--root`` is not taken for an empty store."""
+    if not env.root.is_dir():
+        if env.root.exists():
+            raise CommandFailed(f'session root "{env.root}" is not a directory')
+        return []
+    return await env.store().list()
+
+
+async def cmd_ls(args: argparse.Namespace, env: Env) -> int:
+    infos = await _store_files(env)
+    if args.json:
+        env.print_json(
+            [
+                {
+                    "id": info.id,
+                    "path": json_text(str(info.path)),
+                    "bytes": info.size,
+                    "header": None if info.header is None else _header_json(info.path, info.header),
+                    "problem": None if info.problem is None else json_text(info.problem),
+                }
+                for info in infos
+            ]
+        )
+        return 0
+    for line in ls_lines(infos):
+        env.print(line)
+    return 0
+
+
+# --------------------------------------------------------------------------- inspect
+
+
+async def _read_snapshot(arg: str, env: Env) -> LogSnapshot:
+    path, id = _resolve(arg, env)
+    label = id or str(path)
+
+    async def work() -> LogSnapshot:
+        if id is not None:
+            try:
+                return await env.store().inspect(id)
+            except SessionNotFound as exc:
+                raise CommandFailed(f"{exc}{_not_found_hint(arg)}") from None
+        return await _in_thread(lambda: read_log(path))
+
+    return await _with_progress(env, label, _file_size(path), work)
+
+
+async def cmd_inspect(args: argparse.Namespace, env: Env) -> int:
+    snapshot = await _read_snapshot(args.log, env)
+    types = set(args.type or ())
+    events = (
+        event
+        for event in snapshot.events
+        if (args.from_seq is None or event.seq >= args.from_seq) and (not types or event.type in types)
+    )
+    if args.json:
+        env.write_pieces(inspect_json(snapshot, _header_json(snapshot.path, snapshot.header), events))
+        return 0
+    for line in header_lines(snapshot):
+        env.print(line)
+    env.print()
+    shown = 0
+    for event in events:
+        env.print(event_line(event, full=args.full))
+        shown += 1
+    if shown:
+        env.print()
+    for line in repair_lines(snapshot.repair, full=args.full):
+        env.print(line)
+    return 0
+
+
+# --------------------------------------------------------------------------- validate
+
+
+async def cmd_validate(args: argparse.Namespace, env: Env) -> int:
+    targets: list[tuple[Path, str | None, str]] = []
+    if args.logs:
+        for arg in args.logs:
+            path, id = _resolve(arg, env)
+            targets.append((path, id, id or arg))
+        scan_root = any(id is not None for _, id, _ in targets)
+    else:
+        targets = [(info.path, info.id, info.id) for info in await _store_files(env)]
+        scan_root = True
+    verdicts: list[Verdict] = []
+    for path, id, label in targets:
+        judge = functools.partial(
+            validate_log,
+            path,
+            expected_id=id,
+            label=label,
+            checks=env.checks,
+            not_found=lambda exc, label=label: f"{exc}{_not_found_hint(label)}",
+        )
+        verdict = await _with_progress(env, label, _file_size(path), functools.partial(_in_thread, judge))
+        verdicts.append(verdict)
+        if not args.json:
+            for line in verdict.lines():
+                env.print(line)
+    temps = leftover_temp_files(env.root) if scan_root else []
+    for temp in temps:
+        message = leftover_warning(str(temp))
+        if args.json:
+            env.warn(f"warning: {message}")
+        else:
+            env.print(f"warning  {message}")
+    if args.json:
+        env.print_json([verdict.to_json() for verdict in verdicts])
+    failing = FAILING | ({"repairable"} if args.strict else set())
+    return 1 if any(v.status in failing for v in verdicts) else 0
+
+
+# --------------------------------------------------------------------------- tail
+
+
+def _emit(env: Env, event: Event, as_json: bool) -> None:
+    env.print(event.to_json().decode("utf-8") if as_json else event_line(event))
+
+
+async def _print_from(env: Env, path: Path, start_seq: int, as_json: bool) -> int:
+    """Print every committed event from ``start_seq`` as it is read, in batches, so memory stays
+    bounded by a batch (log-format §11); return the seq to follow from."""
+    events = iter_events(path, start_seq=start_seq)
+    next_seq = start_seq
+    while batch := await _in_thread(lambda: list(itertools.islice(events, TAIL_BATCH))):
+        for event in batch:
+            _emit(env, event, as_json)
+        next_seq = batch[-1].seq + 1
+    return next_seq
+
+
+async def _print_last(env: Env, path: Path, label: str, count: int, as_json: bool) -> int:
+    """Print the last ``count`` committed events; return the seq to follow from."""
+
+    def last_events() -> tuple[list[Event], int]:
+        last: collections.deque[Event] = collections.deque(maxlen=count)
+        seen = 0
+        for event in iter_events(path):
+            last.append(event)
+            seen += 1
+        return list(last), seen
+
+    first, next_seq = await _with_progress(env, label, _file_size(path), lambda: _in_thread(last_events))
+    for event in first:
+        _emit(env, event, as_json)
+    return next_seq
+
+
+async def cmd_tail(args: argparse.Namespace, env: Env) -> int:
+    path, id = _resolve(args.log, env)
+    if id is not None:
+        # The identity rule of log-format §4.2 for a log named by id (tail reads by path).
+        try:
+            await _in_thread(lambda: read_header(path, expected_id=id))
+        except FileNotFoundError:
+            raise CommandFailed(f'session "{id}" not found{_not_found_hint(id)}') from None
+    if args.from_seq is not None:
+        next_seq = await _print_from(env, path, args.from_seq, args.json)
+    else:
+        next_seq = await _print_last(env, path, id or str(path), args.lines, args.json)
+    env.out.flush()
+    if args.follow:
+        following = tail(
+            path,
+            start_seq=next_seq,
+            follow=True,
+            on_truncate=lambda size: env.warn(f"log truncated to {size} bytes"),
+        )
+        async with contextlib.aclosing(following):
+            async for event in following:
+                _emit(env, event, args.json)
+                env.out.flush()
+    return 0
+
+
+# --------------------------------------------------------------------------- fork
+
+
+async def cmd_fork(args: argparse.Namespace, env: Env) -> int:
+    path, id = _resolve(args.log, env)
+    if args.id is not None:
+        try:
+            check_session_id(args.id)
+        except InvalidSessionId as exc:
+            raise UsageError(f"--id: {exc}") from None
+    source: str | Path = id if id is not None else path
+    store = env.store()
+    try:
+        child = await _with_progress(
+            env, id or str(path), _file_size(path), lambda: store.fork(source, at=args.at, id=args.id)
+        )
+    except SessionNotFound as exc:
+        raise CommandFailed(f"{exc}{_not_found_hint(args.log)}") from None
+    except ForkError as exc:
+        if exc.code != "OPEN_TURN":
+            raise
+        last_end = await _in_thread(lambda: last_turn_end(iter_events(path), args.at))
+        raise CommandFailed(f"{exc} ({open_turn_hint(last_end)})") from None
+    child_path = store.path(child.id)
+    events = await _in_thread(lambda: sum(1 for _ in iter_events(child_path)))
+    if args.json:
+        env.print_json(
+            {
+                "id": child.id,
+                "path": json_text(str(child_path)),
+                "parentSession": child.parent_session,
+                "seedLength": child.seed_length or 0,
+                "events": events,
+            }
+        )
+        return 0
+    for line in fork_lines(child, str(child_path), events):
+        env.print(line)
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Env], Awaitable[int]]] = {
+    "ls": cmd_ls,
+    "inspect": cmd_inspect,
+    "validate": cmd_validate,
+    "tail": cmd_tail,
+    "fork": cmd_fork,
+}
