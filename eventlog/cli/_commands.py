@@ -16,6 +16,7 @@ import contextlib
 import functools
 import itertools
 import os
+import signal
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,17 +348,40 @@ async def cmd_tail(args: argparse.Namespace, env: Env) -> int:
         next_seq = await _print_last(env, path, id or str(path), args.lines, args.json)
     env.out.flush()
     if args.follow:
-        following = tail(
-            path,
-            start_seq=next_seq,
-            follow=True,
-            on_truncate=lambda size: env.warn(f"log truncated to {size} bytes"),
-        )
-        async with contextlib.aclosing(following):
-            async for event in following:
-                _emit(env, event, args.json)
-                env.out.flush()
+        await _follow_until_interrupted(env, path, next_seq, args.json)
     return 0
+
+
+async def _follow(env: Env, path: Path, start_seq: int, as_json: bool) -> None:
+    following = tail(
+        path,
+        start_seq=start_seq,
+        follow=True,
+        on_truncate=lambda size: env.warn(f"log truncated to {size} bytes"),
+    )
+    async with contextlib.aclosing(following):
+        async for event in following:
+            _emit(env, event, as_json)
+            env.out.flush()
+
+
+async def _follow_until_interrupted(env: Env, path: Path, start_seq: int, as_json: bool) -> None:
+    """Follow until Ctrl-C (SIGINT), which ends the follow quietly (log-format §10.4).
+
+    While following, SIGINT is received as a message, not raised as ``KeyboardInterrupt``: the
+    follow's first wait imports parts of its watcher lazily, and a ``KeyboardInterrupt``
+    raised inside an import that executes generated code marks the interpreter to kill itself
+    with SIGINT at exit, so the command would end with that signal instead of status 0."""
+    with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+        async with trio.open_nursery() as nursery:
+
+            async def stop_on_interrupt() -> None:
+                async for _ in interrupts:
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(stop_on_interrupt)
+            await _follow(env, path, start_seq, as_json)
+            nursery.cancel_scope.cancel()
 
 
 # --------------------------------------------------------------------------- fork
