@@ -5,6 +5,7 @@ Every message is one line and names the session or the path it is about.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -56,13 +57,13 @@ class CorruptLog(EventLogError):
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | os.PathLike[str],
         detail: str,
         *,
         line: int | None = None,
         offset: int | None = None,
     ) -> None:
-        super().__init__(f'corrupt session log "{path}": {detail}')
+        super().__init__(f'corrupt session log "{os.fspath(path)}": {detail}')
         self.path = Path(path)
         self.detail = detail
         self.line = line
@@ -72,7 +73,7 @@ class CorruptLog(EventLogError):
 class UnsupportedFormat(EventLogError):
     """A log in a format this build cannot read (another version, Zstandard)."""
 
-    def __init__(self, message: str, *, version: int | float | None) -> None:
+    def __init__(self, message: str, *, version: float | None) -> None:
         super().__init__(message)
         self.version = version
 

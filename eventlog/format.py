@@ -13,9 +13,10 @@ Pure functions over bytes and values, no I/O:
 
 from __future__ import annotations
 
-import functools
+import builtins
 import json
 import math
+import os
 import re
 import secrets
 import sys
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from .errors import CorruptLog, InvalidEvent, InvalidSessionId, UnsupportedFormat
 from .values import MAX_SAFE_INTEGER, is_safe_int
@@ -123,9 +125,8 @@ class ReplaceOp(
 SurfaceOp: TypeAlias = Literal["append"] | ReplaceOp
 
 
-@functools.cache
-def _decoder_for(type_: Any) -> msgspec.json.Decoder[Any]:
-    return msgspec.json.Decoder(type_)
+# One strict decoder per type ``Event.decode`` is asked for.
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
 class Event(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True, gc=False):
@@ -143,12 +144,16 @@ class Event(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True, gc=
     source_event_seqs: tuple[int, ...] | None = None
     ignorable: bool = False
 
-    def decode(self, type_: type[T]) -> T:
+    # ``builtins.type``: in this class body ``type`` is the field above.
+    def decode(self, type_: builtins.type[T]) -> T:
         """Strictly decode ``data`` as ``type_`` (a cached ``msgspec.json.Decoder``).
 
         Raises ``msgspec.ValidationError`` when the data does not match.
         """
-        return _decoder_for(type_).decode(self.data)  # type: ignore[no-any-return]
+        decoder: msgspec.json.Decoder[T] | None = _DECODERS.get(type_)
+        if decoder is None:
+            decoder = _DECODERS[type_] = msgspec.json.Decoder(type_)
+        return decoder.decode(self.data)
 
     def value(self) -> Any:
         """``data`` decoded into plain Python values (dict, list, str, int, float, bool, None)."""
@@ -239,30 +244,30 @@ def _reject_constant(text: str) -> Any:
     raise ValueError(f"{text} is not valid JSON")
 
 
-def check_not_zstd(head: bytes, path: str | Path) -> None:
+def check_not_zstd(head: bytes, path: str | os.PathLike[str]) -> None:
     """Raise ``UnsupportedFormat`` if ``head`` (the first bytes of a file) is a Zstandard frame."""
     if head.startswith(ZSTD_MAGIC):
         raise UnsupportedFormat(
-            f"Zstandard session logs are not supported yet (raw log: {path})", version=None
+            f"Zstandard session logs are not supported yet (raw log: {os.fspath(path)})", version=None
         )
 
 
-def _version_error(version: Any, name: str, path: str | Path) -> UnsupportedFormat:
+def _version_error(version: Any, name: str, path: str | os.PathLike[str]) -> UnsupportedFormat:
     text = version.text if isinstance(version, _FloatToken) else str(version)
     if version > 0:
         message = (
             f'session "{name}" uses log format v{text}, but this turnlog reads only v0: the log was '
-            f"written by a newer program — upgrade turnlog to open it (raw log: {path})"
+            f"written by a newer program — upgrade turnlog to open it (raw log: {os.fspath(path)})"
         )
     else:
         message = (
             f'session "{name}" uses log format v{text}, older than the supported v0, and this '
-            f"build ships no upgrade path for it (raw log: {path})"
+            f"build ships no upgrade path for it (raw log: {os.fspath(path)})"
         )
     return UnsupportedFormat(message, version=version if type(version) is int else float(version))
 
 
-def _header_shape_error(path: str | Path, detail: str) -> CorruptLog:
+def _header_shape_error(path: str | os.PathLike[str], detail: str) -> CorruptLog:
     return CorruptLog(path, f"first line is not a session header: {detail}", line=1, offset=0)
 
 
@@ -273,7 +278,7 @@ def _describe(value: Any) -> str:
 
 
 def decode_header(
-    line: bytes, path: str | Path, *, expected_id: str | None = None
+    line: bytes, path: str | os.PathLike[str], *, expected_id: str | None = None
 ) -> SessionHeader:
     """Decode and validate header line ``line`` (without its LF) of the log at ``path``.
 
@@ -327,7 +332,7 @@ def decode_header(
             raise _header_shape_error(
                 path, f'"{key}" must be a safe integer >= 0, got {_describe(value)}'
             )
-        return value  # type: ignore[return-value]
+        return value
 
     header_id = string("id", required=True)
     created_at = count("createdAt", required=True)
@@ -381,16 +386,31 @@ class MalformedRecord(Exception):
 
 
 class _WireEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
-    # The envelope as it must appear on disk: optional keys may be absent but never null or
-    # false, which the public ``Event`` annotations cannot express; seq, time and source seqs
-    # are safe integers.
+    # The envelope as it must appear on disk: optional keys may be absent (UNSET) but never
+    # null or false, which the public ``Event`` annotations cannot express; seq, time and
+    # source seqs are safe integers.
     type: str
     seq: SeqInt
     time: SafeInt
     data: msgspec.Raw
-    surfaceOp: Literal["append"] | ReplaceOp = None  # type: ignore[assignment]
-    sourceEventSeqs: tuple[SeqInt, ...] = None  # type: ignore[assignment]
-    ignorable: Literal[True] = False  # type: ignore[assignment]
+    surfaceOp: Literal["append"] | ReplaceOp | UnsetType = UNSET
+    sourceEventSeqs: tuple[SeqInt, ...] | UnsetType = UNSET
+    ignorable: Literal[True] | UnsetType = UNSET
+
+
+def _event_of(type_: str, wire: _WireEvent) -> Event:
+    # The public event of a decoded envelope (``type_``: its interned type string).
+    op = wire.surfaceOp
+    sources = wire.sourceEventSeqs
+    return Event(
+        type_,
+        wire.seq,
+        wire.time,
+        wire.data,
+        None if op is UNSET else op,
+        None if sources is UNSET else sources,
+        wire.ignorable is True,
+    )
 
 
 class _TextRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -505,11 +525,16 @@ class RecordDecoder:
             if surface:
                 if surface_op != "append":  # a replace op: its exact key order is checked by line
                     return None
-                if sources is not None and not _sources_ok(sources, type_, seq):
+                if sources is UNSET:
+                    append(Event(type_, seq, wire.time, wire.data, "append", None, wire.ignorable is True))
+                elif _sources_ok(sources, type_, seq):
+                    append(Event(type_, seq, wire.time, wire.data, "append", sources, wire.ignorable is True))
+                else:
                     return None
-            elif surface_op is not None or sources is not None:
+            elif surface_op is not UNSET or sources is not UNSET:
                 return None
-            append(Event(type_, seq, wire.time, wire.data, surface_op, sources, wire.ignorable))
+            else:
+                append(Event(type_, seq, wire.time, wire.data, None, None, wire.ignorable is True))
             seq += 1
         return events
 
@@ -528,13 +553,13 @@ class RecordDecoder:
         surface_op = wire.surfaceOp
         sources = wire.sourceEventSeqs
         if known[1]:
-            if surface_op is None or surface_op.__class__ is ReplaceOp:
+            if surface_op is UNSET or surface_op.__class__ is ReplaceOp:
                 return None
-            if sources is not None and not _sources_ok(sources, known[0], seq):
+            if sources is not UNSET and not _sources_ok(sources, known[0], seq):
                 return None
-        elif surface_op is not None or sources is not None:
+        elif surface_op is not UNSET or sources is not UNSET:
             return None
-        return Event(known[0], seq, wire.time, wire.data, surface_op, sources, wire.ignorable)
+        return _event_of(known[0], wire)
 
     def _decode_slow(self, line: bytes, expected_seq: int) -> list[Event]:
         # Precise diagnosis of a record the fast path could not accept as it stands.
@@ -553,17 +578,7 @@ class RecordDecoder:
         known = self._types.get(wire.type)
         if known is None:
             known = self._types[wire.type] = (sys.intern(wire.type), wire.type in SURFACE_TYPES)
-        return [
-            Event(
-                known[0],
-                wire.seq,
-                wire.time,
-                wire.data,
-                wire.surfaceOp,
-                wire.sourceEventSeqs,
-                wire.ignorable,
-            )
-        ]
+        return [_event_of(known[0], wire)]
 
     def _expand_row(self, line: bytes, expected_seq: int) -> list[Event]:
         try:
@@ -573,12 +588,13 @@ class RecordDecoder:
                 raise ValueError(f"seq0 must be a safe integer >= 0, got {_describe(envelope.seq0)}")
             if not is_safe_int(envelope.time0):
                 raise ValueError(f"time0 must be a safe integer, got {_describe(envelope.time0)}")
+            row: _TextRow | _ToolRow
             if tag == "tool-call-chunks":
-                row: _TextRow | _ToolRow = _TOOL_ROW.decode(envelope.data)
-                members = row.args  # type: ignore[union-attr]
+                row = tool_row = _TOOL_ROW.decode(envelope.data)
+                members = tool_row.args
             else:
-                row = _TEXT_ROW.decode(envelope.data)
-                members = row.texts  # type: ignore[union-attr]
+                row = text_row = _TEXT_ROW.decode(envelope.data)
+                members = text_row.texts
             if not members:
                 raise ValueError("a packed row needs at least one member")
             if len(row.dt) != len(members) - 1:

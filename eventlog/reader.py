@@ -18,7 +18,7 @@ import operator
 import os
 import re
 from array import array
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
 from typing import overload
@@ -569,7 +569,7 @@ class _TailState:
         # Record boundaries (offset, line, next_seq) at the end of recent passes, for shrinks.
         self.boundaries: collections.deque[tuple[int, int, int]] = collections.deque(maxlen=4096)
 
-    def read_pass(self, on_truncate: Callable[[int], None] | None) -> Iterator[list[Event]]:
+    def read_pass(self, on_truncate: Callable[[int], None] | None) -> Generator[list[Event], None, None]:
         """Read whatever is new, a chunk at a time; yield the events to yield (never one already
         yielded), in non-empty batches, so memory stays bounded by a chunk. Step it from one
         thread at a time; close it if it is abandoned.
@@ -654,7 +654,7 @@ async def tail(
     start_seq: int = 0,
     follow: bool = True,
     on_truncate: Callable[[int], None] | None = None,
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """Yield the committed events with ``seq >= start_seq``; with ``follow`` keep yielding new
     ones as their records become complete (§5.5, §10.4).
 

@@ -8,8 +8,8 @@ lenient msgspec views (unknown keys ignored); a missing or mistyped one stops re
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -70,7 +70,7 @@ class _ResultView(msgspec.Struct):
     message: _ResultMessage
 
 
-def _malformed(event: Event, path: str | Path) -> CorruptLog:
+def _malformed(event: Event, path: str | os.PathLike[str]) -> CorruptLog:
     return CorruptLog(
         path, f"cannot repair interrupted turn: {event.type} at seq {event.seq} has malformed data"
     )
@@ -109,7 +109,7 @@ class TurnTracker:
     without decoding any data.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = path
         self._open_turn: int | None = None
         self._open_step: int | None = None
@@ -202,7 +202,7 @@ class TurnTracker:
         )
 
 
-def plan_closers(events: Sequence[Event], path: str | Path) -> tuple[int | None, tuple[Event, ...]]:
+def plan_closers(events: Sequence[Event], path: str | os.PathLike[str]) -> tuple[int | None, tuple[Event, ...]]:
     """``(open_turn, closers)`` for the committed ``events`` of the log at ``path``.
 
     ``(None, ())`` when the last turn marker is a ``turn/end`` or there is none. Closers take

@@ -12,7 +12,7 @@ the caller keeps: ``feed`` returns the events of each chunk and holds only a par
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Any
 
 import msgspec
@@ -56,9 +56,10 @@ _TYPE_PROBE = msgspec.json.Decoder(_TypeProbe)
 def _signals_turn_end(line: bytes) -> bool:
     # §7.2: the record parses as a JSON object whose "type" is "turn/end" (nothing else checked).
     try:
-        return _TYPE_PROBE.decode(line).type == "turn/end"
+        kind: object = _TYPE_PROBE.decode(line).type
     except msgspec.DecodeError:
         return False
+    return kind == "turn/end"
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -106,7 +107,7 @@ class Scanner:
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | os.PathLike[str],
         *,
         expected_id: str | None = None,
         resume: tuple[SessionHeader, int, int, int] | None = None,
@@ -286,7 +287,7 @@ class Scanner:
 
 
 def scan_bytes(
-    data: bytes, path: str | Path = "<bytes>", *, expected_id: str | None = None
+    data: bytes, path: str | os.PathLike[str] = "<bytes>", *, expected_id: str | None = None
 ) -> tuple[Scanner, list[Event]]:
     """Scan a whole log held in memory (tests, small files): the finished scanner and the
     kept events."""

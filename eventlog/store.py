@@ -11,6 +11,7 @@ is used from one ``trio.run`` and is not thread-safe.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import functools
 import logging
@@ -275,7 +276,7 @@ class SessionStore:
         with self._reserve(child, SessionExists):
             if await trio.to_thread.run_sync(os.path.lexists, child_path):
                 raise SessionExists(child)
-            live = self._live.get(source) if expected is not None else None
+            live = self._live.get(expected) if expected is not None else None
             if live is not None and live._closed:
                 live = None  # closing: its file is the authority now
             if live is not None:
@@ -302,12 +303,13 @@ class SessionStore:
         by id. A missing root lists nothing."""
         return await trio.to_thread.run_sync(self._list)
 
-    def _list(self) -> list[SessionInfo]:
+    # ``builtins.list``: in this class body ``list`` is the method above.
+    def _list(self) -> builtins.list[SessionInfo]:
         try:
             entries = os.scandir(self.root)
         except FileNotFoundError:
             return []
-        good: list[SessionInfo] = []
+        good: list[tuple[int, str, SessionInfo]] = []  # (created_at, id, info)
         bad: list[SessionInfo] = []
         with entries:
             for entry in entries:
@@ -328,10 +330,13 @@ class SessionStore:
                     continue
                 header, problem = _list_header(path, sid)
                 info = SessionInfo(sid, path, st.st_size, header, problem)
-                (good if problem is None else bad).append(info)
-        good.sort(key=lambda info: (info.header.created_at, info.id))  # type: ignore[union-attr]
+                if header is not None and problem is None:
+                    good.append((header.created_at, sid, info))
+                else:
+                    bad.append(info)
+        good.sort(key=lambda item: item[:2])
         bad.sort(key=lambda info: info.id)
-        return good + bad
+        return [info for _, _, info in good] + bad
 
     async def inspect(self, id: str) -> LogSnapshot:
         """``read_log(self.path(id), expected_id=id)`` in a thread: never writes or locks.

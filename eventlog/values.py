@@ -20,7 +20,7 @@ import json
 import re
 import time as _time
 from datetime import date
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 __all__ = [
     "MAX_INSTANT_MS",
@@ -48,7 +48,7 @@ _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def is_safe_int(value: object) -> bool:
+def is_safe_int(value: object) -> TypeGuard[int]:
     """True for an ``int`` (never a ``bool``) within ``±(2**53 - 1)``."""
     return type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 

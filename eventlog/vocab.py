@@ -387,9 +387,10 @@ def _check_message(message: object, expect: Literal["user", "assistant", "tool"]
     if message.get("role") != role:
         raise _Bad(f'{context}must have role "{role}"')
     source = message.get("source")
-    kind = source.get("kind") if isinstance(source, dict) else None
+    fields: dict[str, Any] = source if isinstance(source, dict) else {}
+    kind = fields.get("kind")
     if expect == "assistant":
-        if kind != "model" or not source.get("provider") or not source.get("model"):  # type: ignore[union-attr]
+        if kind != "model" or not fields.get("provider") or not fields.get("model"):
             raise _Bad(f"{context}must have model source")
     elif expect == "tool":
         if kind != "tool":
@@ -413,7 +414,7 @@ def _check_message(message: object, expect: Literal["user", "assistant", "tool"]
         results = [block for block in content if block["type"] == "tool-result"]
         if len(results) != 1:
             raise _Bad(f"{context}must contain one tool-result block")
-        if results[0]["toolCallId"] != source["callId"]:  # type: ignore[index]
+        if results[0]["toolCallId"] != fields["callId"]:
             raise _Bad(f"{context}mismatched tool call ids")
 
 
@@ -428,12 +429,12 @@ def _check_turn_step(value: dict[str, Any], *, step: bool = True) -> None:
 def _check_request_header(value: dict[str, Any]) -> None:
     header = value.get("header")
     config = header.get("config") if isinstance(header, dict) else None
-    if not isinstance(config, dict):
+    if not isinstance(header, dict) or not isinstance(config, dict):
         return  # the strict decode reports the shape
     for key in ("provider", "model", "reasoningEffort"):
         if config.get(key) == "":
             raise _Bad(f"config {key} must not be empty")
-    defaults = header.get("adapterDefaults")  # type: ignore[union-attr]
+    defaults = header.get("adapterDefaults")
     if isinstance(defaults, dict):
         for key in defaults:
             if key not in config:
@@ -444,7 +445,8 @@ def _invariants(type_: str, value: Any) -> bool:
     """Check §9 invariants beyond the Struct shapes; True if a foreign source was met."""
     if type_ == USER_MESSAGE:
         _check_message(value, "user")
-        return value["source"]["kind"] not in _KNOWN_SOURCE_KINDS  # type: ignore[no-any-return]
+        kind: object = value["source"]["kind"]
+        return kind not in _KNOWN_SOURCE_KINDS
     if not isinstance(value, dict):
         return False  # the strict decode reports the shape
     if type_ in (TURN_START, TURN_END):
@@ -597,9 +599,9 @@ def check_structure(events: Iterable[Event]) -> list[str]:
                 problems.append(f"{where} is outside an open step")
             elif (turn, step) != (open_turn, open_step):
                 problems.append(f"{where} names turn {turn} step {step}, but turn {open_turn} step {open_step} is open")
-            if kind == TOOL_CALL:
-                step_calls.add(scope.call_id)  # type: ignore[union-attr]
-            elif isinstance(scope, _MessageScope) and scope.message is not None:
+            if isinstance(scope, _Scope):  # a tool/call
+                step_calls.add(scope.call_id)
+            elif scope.message is not None:
                 if kind == ASSISTANT_MESSAGE:
                     for block in scope.message.content or ():
                         if block.type == "tool-call":

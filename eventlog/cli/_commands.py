@@ -109,6 +109,10 @@ def _not_found_hint(arg: str) -> str:
     return ""
 
 
+def _not_found_message(arg: str, exc: SessionNotFound) -> str:
+    return f"{exc}{_not_found_hint(arg)}"
+
+
 def _file_size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -278,7 +282,7 @@ async def cmd_validate(args: argparse.Namespace, env: Env) -> int:
             expected_id=id,
             label=label,
             checks=env.checks,
-            not_found=lambda exc, label=label: f"{exc}{_not_found_hint(label)}",
+            not_found=functools.partial(_not_found_message, label),
         )
         verdict = await _with_progress(env, label, _file_size(path), functools.partial(_in_thread, judge))
         verdicts.append(verdict)
