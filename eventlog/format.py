@@ -22,7 +22,7 @@ import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -222,7 +222,7 @@ class _FloatToken(float):
 
     text: str
 
-    def __new__(cls, text: str) -> _FloatToken:
+    def __new__(cls, text: str) -> Self:
         self = super().__new__(cls, text)
         self.text = text
         return self
@@ -677,11 +677,8 @@ def _check_envelope(obj: dict[str, Any]) -> None:
                 raise bad(f"surfaceOp {key} must be a safe integer >= 0 and < seq, got {_describe(op[key])}")
     elif op != "append":
         raise bad(f'surfaceOp must be "append" or a replace object, got {_describe(op)}')
-    if "sourceEventSeqs" in obj:
-        try:
-            _check_sources(obj["sourceEventSeqs"], type_, seq)
-        except ValueError as exc:
-            raise bad(str(exc)) from None
+    if "sourceEventSeqs" in obj and (problem := _sources_problem(obj["sourceEventSeqs"], type_, seq)):
+        raise bad(problem)
 
 
 def _sources_ok(sources: tuple[int, ...], type_: str, seq: int) -> bool:
@@ -693,16 +690,18 @@ def _sources_ok(sources: tuple[int, ...], type_: str, seq: int) -> bool:
     )
 
 
-def _check_sources(sources: object, type_: str, seq: int) -> None:
+def _sources_problem(sources: object, type_: str, seq: int) -> str | None:
+    # The first sourceEventSeqs rule of §3.3 that ``sources`` breaks, or None.
     if not isinstance(sources, (list, tuple)):
-        raise ValueError(f"sourceEventSeqs must be an array, got {_describe(sources)}")
+        return f"sourceEventSeqs must be an array, got {_describe(sources)}"
     if not sources and type_ != "assistant/message":
-        raise ValueError(f'sourceEventSeqs may be empty only on "assistant/message", not on "{type_}"')
+        return f'sourceEventSeqs may be empty only on "assistant/message", not on "{type_}"'
     for item in sources:
         if not _is_seq_int(item) or item >= seq:
-            raise ValueError(f"sourceEventSeqs items must be safe integers >= 0 and < seq, got {_describe(item)}")
+            return f"sourceEventSeqs items must be safe integers >= 0 and < seq, got {_describe(item)}"
     if len(set(sources)) != len(sources):
-        raise ValueError("sourceEventSeqs items must be distinct")
+        return "sourceEventSeqs items must be distinct"
+    return None
 
 
 # --------------------------------------------------------------------------- appending
@@ -825,10 +824,8 @@ def build_event(
             if isinstance(source_event_seqs, (str, bytes)) or not isinstance(source_event_seqs, Sequence):
                 raise _invalid(type, f"source_event_seqs must be a sequence of ints, got {source_event_seqs!r}")
             sources = tuple(source_event_seqs)
-            try:
-                _check_sources(sources, type, seq)
-            except ValueError as exc:
-                raise _invalid(type, str(exc)) from None
+            if problem := _sources_problem(sources, type, seq):
+                raise _invalid(type, problem)
         if isinstance(surface_op, ReplaceOp):
             shadowed = {surface_op.start, surface_op.end}
             if sources is None or not shadowed <= set(sources):

@@ -43,14 +43,14 @@ from .vocab import TURN_END, TURN_START
 __all__ = [
     "HEADER_LIMIT",
     "Defect",
-    "Repair",
+    "LogIndexer",
     "LogSnapshot",
+    "Repair",
+    "index_log",
+    "iter_events",
     "read_header",
     "read_log",
     "read_log_fd",
-    "index_log",
-    "LogIndexer",
-    "iter_events",
     "tail",
 ]
 
@@ -388,7 +388,14 @@ class _IndexedEvents(Sequence[Event]):
     """
 
     __slots__ = (
-        "_path", "_header", "_offsets", "_end", "_identity", "_decoder", "_window", "_record"
+        "_decoder",
+        "_end",
+        "_header",
+        "_identity",
+        "_offsets",
+        "_path",
+        "_record",
+        "_window"
     )
 
     def __init__(

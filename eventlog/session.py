@@ -70,7 +70,7 @@ class _EventsView(Sequence[Event]):
 class _Attempt:
     """One write batch, from the moment a flusher asks for it until it is durable or failed."""
 
-    __slots__ = ("wanted", "done", "error")
+    __slots__ = ("done", "error", "wanted")
 
     def __init__(self) -> None:
         self.wanted = False  # a flusher waits for it: start it as soon as possible

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
+from types import TracebackType
 
 import msgspec
 import trio
@@ -40,7 +41,7 @@ from .reader import HEADER_LIMIT, LogSnapshot, Repair, iter_events, read_header,
 from .session import Session
 from .values import Clock, SystemClock, is_safe_int
 
-__all__ = ["SessionInfo", "SessionStore", "SessionRootError", "default_root"]
+__all__ = ["SessionInfo", "SessionRootError", "SessionStore", "default_root"]
 
 logger = logging.getLogger("eventlog")
 
@@ -204,33 +205,8 @@ class SessionStore:
         if self._live.get(session.id) is session:
             del self._live[session.id]
 
-    @asynccontextmanager
-    async def _running(self, session: Session) -> AsyncIterator[Session]:
-        # The writer runs in this nursery; whatever ends the block, aclose flushes (shielded),
-        # stops the writer and releases the file. The body's exception (and aclose's) is
-        # re-raised unchanged after the nursery, not wrapped in an ExceptionGroup: the writer
-        # never fails, so the nursery has nothing of its own to report.
-        body: BaseException | None = None
-        closing: PersistenceError | None = None
-        async with trio.open_nursery() as nursery:
-            try:
-                await nursery.start(session._run_writer)
-            except BaseException as exc:
-                body = exc  # never entered: release the file below and re-raise
-            else:
-                try:
-                    yield session
-                except BaseException as exc:
-                    body = exc
-            try:
-                await session.aclose()
-            except PersistenceError as exc:
-                closing = exc
-        if closing is not None:
-            closing.__context__ = body
-            raise closing
-        if body is not None:
-            raise body
+    def _running(self, session: Session) -> _Running:
+        return _Running(session)
 
     @contextmanager
     def _reserve(self, id: str, error: type[Exception]) -> Iterator[None]:
@@ -366,6 +342,43 @@ class SessionStore:
         if not os.access(self.root, os.W_OK | os.X_OK):
             raise SessionRootError(self.root, "the directory is not writable")
         return self.root
+
+
+class _Running:
+    """The block a live session is used in: its writer runs in a nursery of its own, and
+    whatever ends the block, ``aclose`` flushes (shielded), stops the writer and releases the
+    file. The body's exception (or ``aclose``'s ``PersistenceError``, chained to it) comes out
+    unchanged, not wrapped in an ``ExceptionGroup``: the nursery is left without an exception,
+    and the writer never fails, so it has nothing of its own to report."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._nursery: AbstractAsyncContextManager[trio.Nursery] = trio.open_nursery()
+
+    async def __aenter__(self) -> Session:
+        nursery = await self._nursery.__aenter__()
+        try:
+            await nursery.start(self._session._run_writer)
+        except BaseException as exc:  # never entered: release the file, then re-raise
+            await self._close(exc)
+            raise
+        return self._session
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._close(exc)
+
+    async def _close(self, body: BaseException | None) -> None:
+        closing: PersistenceError | None = None
+        try:
+            await self._session.aclose()
+        except PersistenceError as exc:
+            closing = exc
+        await self._nursery.__aexit__(None, None, None)
+        if closing is not None:
+            closing.__context__ = body
+            raise closing
 
 
 # ------------------------------------------------------------------------------- helpers

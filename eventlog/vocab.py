@@ -15,7 +15,7 @@ either at append; ``turnlog validate`` runs both.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -25,22 +25,65 @@ from .format import Event
 from .values import is_safe_int
 
 __all__ = [
-    # type constants
-    "TURN_START", "TURN_END", "STEP_START", "STEP_END", "USER_MESSAGE", "ASSISTANT_MESSAGE",
-    "TOOL_CALL", "TOOL_RESULT", "REQUEST_HEADER", "AGENT_INBOX_SPLICED", "SESSION_END_SEED",
+    "AGENT_INBOX_SPLICED",
+    "ASSISTANT_MESSAGE",
     "CORE_TYPES",
-    # messages
-    "TextBlock", "ReasoningBlock", "ImageBlock", "ToolCallBlock", "ToolResultBlock",
-    "ContentBlock", "ToolResultContent", "Section", "UserSource", "PluginSource",
-    "ModelSource", "ToolSource", "Source", "Message", "ForeignMessage",
-    # event data
-    "TurnStart", "StepStart", "StepEnd", "RequestConfig", "AdapterDefaults", "ToolSpec",
-    "RequestSnapshot", "RequestHeader", "Usage", "AssistantMessage", "ToolCall", "ToolError",
-    "ToolResult", "AbortByUser", "AbortByParent", "AbortDisposed", "AbortByHook", "AbortReason",
-    "ErrorInfo", "Completed", "Aborted", "Blocked", "Failed", "MaxTokens", "Interrupted",
-    "TurnEndReason", "TurnEnd", "AgentInboxSpliced", "ForeignInboxSpliced", "SessionEndSeed",
-    # checks
-    "decode", "check_structure",
+    "REQUEST_HEADER",
+    "SESSION_END_SEED",
+    "STEP_END",
+    "STEP_START",
+    "TOOL_CALL",
+    "TOOL_RESULT",
+    "TURN_END",
+    "TURN_START",
+    "USER_MESSAGE",
+    "AbortByHook",
+    "AbortByParent",
+    "AbortByUser",
+    "AbortDisposed",
+    "AbortReason",
+    "Aborted",
+    "AdapterDefaults",
+    "AgentInboxSpliced",
+    "AssistantMessage",
+    "Blocked",
+    "Completed",
+    "ContentBlock",
+    "ErrorInfo",
+    "Failed",
+    "ForeignInboxSpliced",
+    "ForeignMessage",
+    "ImageBlock",
+    "Interrupted",
+    "MaxTokens",
+    "Message",
+    "ModelSource",
+    "PluginSource",
+    "ReasoningBlock",
+    "RequestConfig",
+    "RequestHeader",
+    "RequestSnapshot",
+    "Section",
+    "SessionEndSeed",
+    "Source",
+    "StepEnd",
+    "StepStart",
+    "TextBlock",
+    "ToolCall",
+    "ToolCallBlock",
+    "ToolError",
+    "ToolResult",
+    "ToolResultBlock",
+    "ToolResultContent",
+    "ToolSource",
+    "ToolSpec",
+    "TurnEnd",
+    "TurnEndReason",
+    "TurnStart",
+    "Usage",
+    "UserSource",
+    "check_structure",
+    "decode",
 ]
 
 TURN_START = "turn/start"
@@ -86,7 +129,7 @@ class ToolCallBlock(_Data, tag_field="type", tag="tool-call", kw_only=True):
     arguments: str
 
 
-ToolResultContent = Union[TextBlock, ImageBlock]
+ToolResultContent: TypeAlias = TextBlock | ImageBlock
 
 
 class ToolResultBlock(_Data, tag_field="type", tag="tool-result", kw_only=True):
@@ -97,7 +140,7 @@ class ToolResultBlock(_Data, tag_field="type", tag="tool-result", kw_only=True):
     content: list[ToolResultContent]
 
 
-ContentBlock = Union[TextBlock, ReasoningBlock, ImageBlock, ToolCallBlock, ToolResultBlock]
+ContentBlock: TypeAlias = TextBlock | ReasoningBlock | ImageBlock | ToolCallBlock | ToolResultBlock
 
 
 class Section(_Data, kw_only=True):
@@ -129,7 +172,7 @@ class ToolSource(_Data, tag_field="kind", tag="tool", kw_only=True):
     call_id: str
 
 
-Source = Union[UserSource, PluginSource, ModelSource, ToolSource]
+Source: TypeAlias = UserSource | PluginSource | ModelSource | ToolSource
 
 
 class Message(_Data, kw_only=True):
@@ -260,7 +303,7 @@ class AbortByHook(_Data, tag_field="kind", tag="hook", kw_only=True):
     reason: str
 
 
-AbortReason = Union[AbortByUser, AbortByParent, AbortDisposed, AbortByHook]
+AbortReason: TypeAlias = AbortByUser | AbortByParent | AbortDisposed | AbortByHook
 
 
 class ErrorInfo(_Data, kw_only=True):
@@ -297,7 +340,7 @@ class Interrupted(_Data, tag_field="kind", tag="interrupted", kw_only=True):
     """Written only by crash repair."""
 
 
-TurnEndReason = Union[Completed, Aborted, Blocked, Failed, MaxTokens, Interrupted]
+TurnEndReason: TypeAlias = Completed | Aborted | Blocked | Failed | MaxTokens | Interrupted
 
 
 class TurnEnd(_Data, kw_only=True):

@@ -63,12 +63,15 @@ def main(
     try:
         return trio.run(COMMANDS[args.command], args, env)
     except BaseException as raw:
-        return _exit_status(single(raw), args.command, raw, err)
+        status = _exit_status(single(raw), args.command, err)
+        if status is None:
+            raise  # not an outcome of the command: a bug, with its traceback
+        return status
 
 
-def _exit_status(exc: BaseException, command: str, raw: BaseException, err: IO[str]) -> int:
-    """The exit status for what ended a command, after writing its one line on stderr;
-    re-raises ``raw`` for anything that is not an outcome of the command (a bug)."""
+def _exit_status(exc: BaseException, command: str, err: IO[str]) -> int | None:
+    """The exit status for what ended a command, after writing its one line on stderr; None
+    for anything that is not an outcome of the command."""
     if isinstance(exc, KeyboardInterrupt):
         # Ctrl-C is how `tail -f` ends (log-format §10.4); anything else was interrupted.
         return 0 if command == "tail" else 130
@@ -83,7 +86,7 @@ def _exit_status(exc: BaseException, command: str, raw: BaseException, err: IO[s
     elif isinstance(exc, OSError):
         message, status = (os_message(exc.filename, exc) if exc.filename else str(exc)), 1
     else:
-        raise raw
+        return None
     err.write(f"{ERROR_PREFIX}: {message}\n")
     return status
 
