@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from tests.fixture_paths import DSH_FIXTURES
 
 DSH = DSH_FIXTURES

@@ -37,8 +37,8 @@ from eventlog import (
     InvalidSessionId,
     LogSnapshot,
     PersistenceError,
-    ReplaceOp,
     Repair,
+    ReplaceOp,
     Session,
     SessionBusy,
     SessionClosed,
@@ -55,7 +55,6 @@ from eventlog import (
     tail,
 )
 from tests.eventlog.live_support import SetClock, TrioWallClock, replay
-
 
 # --------------------------------------------------------------------------- §12 literals
 # Copied from the spec's worked examples (⏎ removed; records joined with LF by ``log``).
@@ -865,16 +864,15 @@ trio.run(main)
 
 async def test_e15_second_writer_in_another_process(tmp_path: Path) -> None:
     path = put(tmp_path / "demo-1.jsonl", log(E1))
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
+    holder = await trio.lowlevel.open_process(
+        [sys.executable, "-c", HOLDER, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     try:
         assert holder.stdout is not None and holder.stdin is not None
-        line = await trio.to_thread.run_sync(holder.stdout.readline)
-        assert line == "open\n"
+        line = b""
+        while not line.endswith(b"\n") and (more := await holder.stdout.receive_some()):
+            line += more
+        assert line == b"open\n"
         store = SessionStore(tmp_path, clock=SetClock(1767268800000))
         with pytest.raises(SessionBusy) as info:
             async with store.open("demo-1"):
@@ -885,18 +883,21 @@ async def test_e15_second_writer_in_another_process(tmp_path: Path) -> None:
         child = await store.fork("demo-1", at=5, id="demo-1-b")
         assert child.seed_length == 6
         assert (path.read_bytes(), path.stat().st_mtime_ns) == before
-        result = subprocess.run(
+        result = await trio.run_process(
             [sys.executable, "-m", "eventlog", "inspect", "demo-1", "--root", str(tmp_path), "--json"],
-            capture_output=True,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
         )
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["repair"] is None
         assert (path.read_bytes(), path.stat().st_mtime_ns) == before
     finally:
         if holder.stdin is not None:
-            holder.stdin.write("\n")
-            holder.stdin.close()
-        holder.wait(30)
+            await holder.stdin.send_all(b"\n")
+            await holder.stdin.aclose()
+        with trio.fail_after(30):
+            await holder.wait()
 
 
 # =========================================================================== §5 public API
@@ -1218,12 +1219,12 @@ async def test_5_5_tail_follow_sees_appended_records(tmp_path: Path) -> None:
             nursery.start_soon(follow)
             while len(got) < 2:
                 await trio.sleep(0.01)
-            with open(path, "ab") as f:
-                f.write(log(E1[3:6]) + E1[6][:10].encode())
+            async with await trio.open_file(path, "ab") as f:
+                await f.write(log(E1[3:6]) + E1[6][:10].encode())
             while len(got) < 5:
                 await trio.sleep(0.01)
-            with open(path, "ab") as f:
-                f.write(E1[6][10:].encode() + b"\n")
+            async with await trio.open_file(path, "ab") as f:
+                await f.write(E1[6][10:].encode() + b"\n")
     assert records(got) == E1[1:]
 
 
@@ -1291,9 +1292,8 @@ async def test_e14_failed_sync(tmp_path: Path) -> None:
     async with store.open("demo-1") as s:
         s.on_flushed(lambda session, through: notified.append(through))
         replay(s, clock, E5_TURN2[:2])
-        with eventlog.fileio.fail("sync", errno.EIO):
-            with pytest.raises(PersistenceError) as info:
-                await s.flush()
+        with eventlog.fileio.fail("sync", errno.EIO), pytest.raises(PersistenceError) as info:
+            await s.flush()
         assert str(info.value).startswith('failed to persist session "demo-1": ')
         assert isinstance(info.value.__cause__, OSError) and info.value.__cause__.errno == errno.EIO
         assert info.value.permanent is False
@@ -1348,14 +1348,16 @@ async def test_6_4_background_failure_is_logged(tmp_path: Path, caplog: pytest.L
         return [r.getMessage() for r in caplog.records if r.getMessage().startswith(prefix)]
 
     async with store.open("demo-1") as s:
-        with caplog.at_level(logging.WARNING, logger="eventlog"):
-            with eventlog.fileio.fail("pwrite", errno.ENOSPC, times=100) as fault:
-                s.append("a/b", 1)
-                with trio.fail_after(20):
-                    while not warnings():
-                        await trio.sleep(0.005)
-                await trio.sleep(0.05)
-                assert fault.calls == 1  # automatic retries pause until an append or a flush
+        with (
+            caplog.at_level(logging.WARNING, logger="eventlog"),
+            eventlog.fileio.fail("pwrite", errno.ENOSPC, times=100) as fault,
+        ):
+            s.append("a/b", 1)
+            with trio.fail_after(20):
+                while not warnings():
+                    await trio.sleep(0.005)
+            await trio.sleep(0.05)
+            assert fault.calls == 1  # automatic retries pause until an append or a flush
         assert len(warnings()) == 1
         assert s.durable_through == 5
         assert await s.flush() == 6
@@ -1474,11 +1476,14 @@ async def test_e5_interrupted_tool_calls(tmp_path: Path, caplog: pytest.LogCaptu
     assert snapshot.repair.open_turn == 2
     assert records(snapshot.repair.closers) == E5_CLOSERS
     store = SessionStore(tmp_path, clock=SetClock(1767300000000))
-    with eventlog.fileio.spy("sync") as sync, eventlog.fileio.spy("pwrite") as pwrite:
-        with caplog.at_level(logging.WARNING, logger="eventlog"):
-            async with store.open("demo-1") as s:
-                assert records(s.events[11:]) == E5_CLOSERS
-                assert s.durable_through == 14 and s.next_seq == 15
+    with (
+        eventlog.fileio.spy("sync") as sync,
+        eventlog.fileio.spy("pwrite") as pwrite,
+        caplog.at_level(logging.WARNING, logger="eventlog"),
+    ):
+        async with store.open("demo-1") as s:
+            assert records(s.events[11:]) == E5_CLOSERS
+            assert s.durable_through == 14 and s.next_seq == 15
     assert pwrite.calls == 1 and sync.calls >= 1  # the closers: one synced batch
     assert path.read_bytes() == log(E1 + E5_TURN2 + E5_CLOSERS)
     assert any(r.getMessage().startswith('session "demo-1": repaired on open: ') for r in caplog.records)
@@ -1843,7 +1848,7 @@ def test_10_errors_are_one_line_on_stderr(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_10_not_found_and_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = cli(capsys, "inspect", "nope", "--root", str(tmp_path))
+    code, _, err = cli(capsys, "inspect", "nope", "--root", str(tmp_path))
     assert code == 1 and err == 'turnlog: session "nope" not found\n'
     code, _, err = cli(capsys, "inspect", "--root", str(tmp_path))
     assert code == 2 and err.startswith("turnlog: ") and err.count("\n") == 1
@@ -1854,14 +1859,14 @@ def test_10_not_found_and_usage_errors(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_10_1_ls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = cli(capsys, "ls", "--root", str(tmp_path / "missing"))
+    code, out, _ = cli(capsys, "ls", "--root", str(tmp_path / "missing"))
     assert (code, out) == (0, "")
-    code, out, err = cli(capsys, "ls", "--root", str(tmp_path / "missing"), "--json")
+    code, out, _ = cli(capsys, "ls", "--root", str(tmp_path / "missing"), "--json")
     assert (code, json.loads(out)) == (0, [])
     put(tmp_path / "demo-1.jsonl", log(E1))
     put(tmp_path / "demo-1-b.jsonl", log([E6_HEADER] + E1[1:] + [E6_MARKER]))
     put(tmp_path / "bad.jsonl", b"garbage\n")
-    code, out, err = cli(capsys, "ls", "--root", str(tmp_path), "--json")
+    code, out, _ = cli(capsys, "ls", "--root", str(tmp_path), "--json")
     assert code == 0
     doc = json.loads(out)
     assert [row["id"] for row in doc] == ["demo-1", "demo-1-b", "bad"]
@@ -1979,12 +1984,12 @@ def test_10_python_m_eventlog_uses_default_root(tmp_path: Path) -> None:
     put(tmp_path / "home" / "sessions" / "demo-1.jsonl", log(E1))
     env = {**os.environ, "TURNLOG_HOME": str(tmp_path / "home")}
     result = subprocess.run(
-        [sys.executable, "-m", "eventlog", "ls", "--json"], capture_output=True, env=env, text=True
+        [sys.executable, "-m", "eventlog", "ls", "--json"], capture_output=True, env=env, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
     assert [row["id"] for row in json.loads(result.stdout)] == ["demo-1"]
     result = subprocess.run(
-        [sys.executable, "-m", "eventlog", "tail", "nope"], capture_output=True, env=env, text=True
+        [sys.executable, "-m", "eventlog", "tail", "nope"], capture_output=True, env=env, text=True, check=False
     )
     assert result.returncode == 1 and result.stderr == 'turnlog: session "nope" not found\n'
 
@@ -2113,10 +2118,9 @@ async def test_6_5_cancelling_flush_cancels_only_the_wait(tmp_path: Path) -> Non
 async def test_6_6_failed_final_flush_raises_after_releasing(tmp_path: Path) -> None:
     put(tmp_path / "demo-1.jsonl", log(E1))
     store = SessionStore(tmp_path, clock=SetClock(), write_delay_ms=60000)
-    with eventlog.fileio.fail("pwrite", errno.EIO, times=100):
-        with pytest.raises(PersistenceError) as info:
-            async with store.open("demo-1") as s:
-                s.append("a/b", 1)
+    with eventlog.fileio.fail("pwrite", errno.EIO, times=100), pytest.raises(PersistenceError) as info:
+        async with store.open("demo-1") as s:
+            s.append("a/b", 1)
     assert str(info.value).startswith('failed to persist session "demo-1": ')
     assert (tmp_path / "demo-1.jsonl").read_bytes() == log(E1)
     async with store.open("demo-1") as again:  # the lock was released

@@ -53,9 +53,8 @@ async def test_failed_sync_e14(store: SessionStore, root: Path, clock: SetClock)
     async with store.open("demo-1") as session:
         session.on_flushed(lambda s, through: flushed.append(through))
         replay(session, clock, E5_LINES[:2])  # seqs 6 and 7
-        with fileio.fail("sync", errno.EIO) as fault:
-            with pytest.raises(PersistenceError) as info:
-                await session.flush()
+        with fileio.fail("sync", errno.EIO) as fault, pytest.raises(PersistenceError) as info:
+            await session.flush()
         assert fault.failures == 1
         check_error(info.value, "demo-1", errno.EIO)
         assert path.stat().st_size == 887
@@ -73,9 +72,8 @@ async def test_failed_batch_rolls_back_and_retries(
     path = place(root, "demo-1.jsonl", E1_BYTES)
     async with store.open("demo-1") as session:
         replay(session, clock, E5_LINES[:3])
-        with fileio.fail(op, err):
-            with pytest.raises(PersistenceError) as info:
-                await session.flush()
+        with fileio.fail(op, err), pytest.raises(PersistenceError) as info:
+            await session.flush()
         check_error(info.value, "demo-1", err)
         assert path.read_bytes() == E1_BYTES  # loadable, back at its size before the batch
         replay(session, clock, E5_LINES[3:])  # newer events queue behind the failed batch
@@ -114,9 +112,8 @@ async def test_failed_publish_leaves_nothing_and_retries(
     root.mkdir()
     async with store.create(id="demo-1", cwd="/home/ana") as session:
         replay(session, clock, E1_LINES[1:4])
-        with fileio.fail(op, err):
-            with pytest.raises(PersistenceError) as info:
-                await session.flush()
+        with fileio.fail(op, err), pytest.raises(PersistenceError) as info:
+            await session.flush()
         check_error(info.value, "demo-1", err)
         assert os.listdir(root) == []  # no final name, no temp file
         assert session.durable_through == -1
@@ -134,9 +131,8 @@ async def test_failed_directory_sync_after_link_repeats_only_the_directory_sync(
     root.mkdir()
     async with store.create(id="demo-1", cwd="/home/ana") as session:
         replay(session, clock, E1_LINES[1:4])
-        with fileio.fail("sync_dir", err):
-            with pytest.raises(PersistenceError) as info:
-                await session.flush()
+        with fileio.fail("sync_dir", err), pytest.raises(PersistenceError) as info:
+            await session.flush()
         check_error(info.value, "demo-1", err)
         assert session.durable_through == -1  # linked, but not durable before the directory sync
         if more_events:
@@ -205,9 +201,9 @@ async def test_flush_returns_once_its_events_are_durable_though_the_rest_of_the_
 async def test_failed_root_creation(store: SessionStore, root: Path, clock: SetClock) -> None:
     async with store.create(id="r") as session:
         session.append("note/x", {})
-        with fileio.fail("sync_dir", errno.EIO):  # syncing the root's parent after mkdir
-            with pytest.raises(PersistenceError, match="session root"):
-                await session.flush()
+        # the sync of the root's parent after mkdir fails
+        with fileio.fail("sync_dir", errno.EIO), pytest.raises(PersistenceError, match="session root"):
+            await session.flush()
         assert await session.flush() == 0
     assert [e.type for e in read_log(root / "r.jsonl").events] == ["note/x"]
 
@@ -235,16 +231,14 @@ async def test_a_retried_root_creation_syncs_every_new_directory_entry(
     monkeypatch.setattr(fileio, "sync_dir", synced)
     async with SessionStore(root, clock=SetClock(), write_delay_ms=0).create(id="r") as session:
         session.append("note/x", {})
-        with fileio.fail("sync_dir", errno.EIO, skip=skip):
-            with pytest.raises(PersistenceError, match="session root"):
-                await session.flush()
+        with fileio.fail("sync_dir", errno.EIO, skip=skip), pytest.raises(PersistenceError, match="session root"):
+            await session.flush()
         synced.paths.clear()
         assert await session.flush() == 0
     assert synced.paths[:-1] == [tmp_path, tmp_path / "a"][skip:]  # then the root, for the link
     ensure = SessionStore(tmp_path / "b" / "sessions")
-    with fileio.fail("sync_dir", errno.EIO, skip=skip):
-        with pytest.raises(PersistenceError):
-            await ensure.ensure_root()
+    with fileio.fail("sync_dir", errno.EIO, skip=skip), pytest.raises(PersistenceError):
+        await ensure.ensure_root()
     synced.paths.clear()
     await ensure.ensure_root()
     assert synced.paths == [tmp_path, tmp_path / "b"][skip:]
@@ -253,9 +247,8 @@ async def test_a_retried_root_creation_syncs_every_new_directory_entry(
 async def test_file_system_without_hard_links(store: SessionStore, root: Path) -> None:
     async with store.create(id="nolink") as session:
         session.append("note/x", {})
-        with fileio.fail("link", errno.EPERM):
-            with pytest.raises(PersistenceError, match="hard links") as info:
-                await session.flush()
+        with fileio.fail("link", errno.EPERM), pytest.raises(PersistenceError, match="hard links") as info:
+            await session.flush()
         assert not info.value.permanent
         assert await session.flush() == 0
 
@@ -263,9 +256,8 @@ async def test_file_system_without_hard_links(store: SessionStore, root: Path) -
 async def test_fork_on_a_file_system_without_hard_links(store: SessionStore, root: Path) -> None:
     # §6.3 step 4 covers a fork child's publish too: the error says why, and nothing is left.
     place(root, "demo-1.jsonl", E1_BYTES)
-    with fileio.fail("link", errno.EPERM):
-        with pytest.raises(PersistenceError, match="hard links") as info:
-            await store.fork("demo-1", at=5, id="child")
+    with fileio.fail("link", errno.EPERM), pytest.raises(PersistenceError, match="hard links") as info:
+        await store.fork("demo-1", at=5, id="child")
     check_error(info.value, "child", errno.EPERM)
     assert sorted(os.listdir(root)) == ["demo-1.jsonl"]
 
@@ -363,8 +355,10 @@ async def test_background_failure_is_logged_once_and_retries_pause(
             assert flushed == [2]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
-        'background write for session "bg" failed (buffered events retained): '
-        "write failed: [Errno 28] No space left on device"
+        (
+            'background write for session "bg" failed (buffered events retained): '
+            "write failed: [Errno 28] No space left on device"
+        )
     ]
     assert [e.value() for e in read_log(root / "bg.jsonl").events] == [{"n": n} for n in range(3)]
 
@@ -401,10 +395,9 @@ async def test_event_appended_during_a_failing_background_write_is_still_written
 
 async def test_io_error_during_open_releases_the_lock(store: SessionStore, root: Path) -> None:
     path = place(root, "demo-1.jsonl", E1_BYTES)
-    with fileio.fail("sync", errno.EIO):
-        with pytest.raises(PersistenceError):
-            async with store.open("demo-1"):
-                pass
+    with fileio.fail("sync", errno.EIO), pytest.raises(PersistenceError):
+        async with store.open("demo-1"):
+            pass
     async with store.open("demo-1") as session:
         assert session.next_seq == 6
     assert path.read_bytes() == E1_BYTES
@@ -413,10 +406,9 @@ async def test_io_error_during_open_releases_the_lock(store: SessionStore, root:
 @pytest.mark.parametrize("op", ["pwrite", "sync"])
 async def test_failed_closers_are_computed_again(store: SessionStore, root: Path, op: str) -> None:
     path = place(root, "demo-1.jsonl", E1_BYTES + log_bytes(E5_LINES))
-    with fileio.fail(op, errno.EIO, skip=1 if op == "sync" else 0):
-        with pytest.raises(PersistenceError):
-            async with store.open("demo-1"):
-                pass
+    with fileio.fail(op, errno.EIO, skip=1 if op == "sync" else 0), pytest.raises(PersistenceError):
+        async with store.open("demo-1"):
+            pass
     assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES)
     async with store.open("demo-1") as session:
         assert session.next_seq == 15
@@ -429,10 +421,9 @@ async def test_crash_between_truncation_and_closers_is_harmless(
     # E4: a defect with no later turn/end: truncate to 256, then two closers. The closers'
     # write fails after the truncation was synced, as if the process died there.
     path = place(root, "demo-1.jsonl", log_bytes(E1_LINES[:3] + [E3_LINE4] + E1_LINES[4:6]))
-    with fileio.fail("pwrite", errno.EIO):
-        with pytest.raises(PersistenceError):
-            async with store.open("demo-1"):
-                pass
+    with fileio.fail("pwrite", errno.EIO), pytest.raises(PersistenceError):
+        async with store.open("demo-1"):
+            pass
     assert path.read_bytes() == log_bytes(E1_LINES[:3])  # truncated, no closers yet
     async with store.open("demo-1") as session:
         assert session.recovered is not None and session.recovered.truncate_to is None
@@ -455,9 +446,8 @@ async def test_failed_fork_leaves_nothing_and_retries(
     store: SessionStore, root: Path, op: str, step: str, err: int
 ) -> None:
     parent = place(root, "demo-1.jsonl", E1_BYTES)
-    with fileio.fail(op, err):
-        with pytest.raises(PersistenceError, match=f'"child": {step} failed: ') as info:
-            await store.fork("demo-1", at=5, id="child")
+    with fileio.fail(op, err), pytest.raises(PersistenceError, match=f'"child": {step} failed: ') as info:
+        await store.fork("demo-1", at=5, id="child")
     check_error(info.value, "child", err)
     assert sorted(os.listdir(root)) == ["demo-1.jsonl"]
     header = await store.fork("demo-1", at=5, id="child")

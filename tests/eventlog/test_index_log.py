@@ -446,6 +446,8 @@ def test_validate_agrees_with_the_loaded_rules(store: Path, capsys) -> None:
     got = [(v["status"], tuple(v["messages"])) for v in json.loads(capsys.readouterr().out)]
     expected = verdicts_from_loaded(paths, checks)
     assert [status for status, _ in got] == [status for status, _ in expected]
+    failing = {"invalid", "corrupt", "unsupported", "unreadable"}
+    assert code == int(any(status in failing for status, _ in expected))
     # repairable logs print the repair summary; invalid ones the rules' messages
     assert [m for s, m in got if s == "invalid"] == [m for s, m in expected if s == "invalid"]
 

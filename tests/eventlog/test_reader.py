@@ -11,8 +11,8 @@ import msgspec
 import pytest
 
 from eventlog.errors import CorruptLog, SessionNotFound, UnsupportedFormat
-from eventlog.reader import LogSnapshot, iter_events, read_header, read_log, read_log_fd
 from eventlog.format import SessionHeader
+from eventlog.reader import LogSnapshot, iter_events, read_header, read_log, read_log_fd
 from tests.eventlog.spec_examples import (
     E1_LINES,
     E4_CLOSERS,

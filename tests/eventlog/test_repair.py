@@ -19,9 +19,13 @@ from tests.eventlog.spec_examples import (
     E4_CLOSERS,
     E5_CLOSERS,
     E5_LINES,
-    NOT_STARTED_TEXT as SPEC_NOT_STARTED,
-    OUTCOME_UNKNOWN_TEXT as SPEC_UNKNOWN,
     log_bytes,
+)
+from tests.eventlog.spec_examples import (
+    NOT_STARTED_TEXT as SPEC_NOT_STARTED,
+)
+from tests.eventlog.spec_examples import (
+    OUTCOME_UNKNOWN_TEXT as SPEC_UNKNOWN,
 )
 
 
@@ -330,8 +334,10 @@ def test_a_long_open_turn_of_small_records_keeps_few_chunks_alive(tmp_path) -> N
         (
             [
                 b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}',
-                b'{"type":"assistant/message","seq":1,"time":0,"data":{"step":99999999999999999999,'
-                b'"message":{"content":[{"type":"tool-call","id":"c"}]}},"surfaceOp":"append"}',
+                (
+                    b'{"type":"assistant/message","seq":1,"time":0,"data":{"step":99999999999999999999,'
+                    b'"message":{"content":[{"type":"tool-call","id":"c"}]}},"surfaceOp":"append"}'
+                ),
             ],
             "assistant/message",
             1,

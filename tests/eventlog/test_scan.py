@@ -189,7 +189,7 @@ def test_seed_length_must_fit_the_committed_events() -> None:
 
 
 def test_resume_from_a_boundary() -> None:
-    first, events = scan_bytes(E1)
+    first, _ = scan_bytes(E1)
     assert first.header is not None
     scanner = Scanner(
         "/x", resume=(first.header, first.committed_bytes, first.committed_line, first.next_seq)

@@ -325,10 +325,9 @@ async def test_open_syncs_a_clean_log_once_and_delete_locks_then_syncs_the_root(
     # §5.3: open syncs the file once (a crashed writer may have left unsynced bytes) and
     # writes nothing; delete takes the lock, unlinks, then syncs the root.
     path = place(root, "demo-1.jsonl", E1_BYTES)
-    with fileio.spy("sync") as sync, fileio.spy("pwrite") as pwrite:
-        with fileio.spy("truncate") as truncate:
-            async with store.open("demo-1") as session:
-                assert session.durable_through == 5
+    with fileio.spy("sync") as sync, fileio.spy("pwrite") as pwrite, fileio.spy("truncate") as truncate:
+        async with store.open("demo-1") as session:
+            assert session.durable_through == 5
     assert (sync.calls, pwrite.calls, truncate.calls) == (1, 0, 0)
     assert path.read_bytes() == E1_BYTES
     with fileio.spy("lock") as lock, fileio.spy("sync_dir") as sync_dir:
@@ -444,14 +443,15 @@ trio.run(main)
 
 async def test_second_writer_in_another_process_e15(store: SessionStore, root: Path) -> None:
     path = place(root, "demo-1.jsonl", E1_BYTES)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(root), "demo-1"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
+    holder = await trio.lowlevel.open_process(
+        [sys.executable, "-c", HOLDER, str(root), "demo-1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "ready\n"
+        assert holder.stdout is not None
+        line = b""
+        while not line.endswith(b"\n") and (more := await holder.stdout.receive_some()):
+            line += more
+        assert line == b"ready\n"
         with pytest.raises(SessionBusy, match='^session "demo-1" is already open for writing$'):
             async with store.open("demo-1"):
                 pass
@@ -464,9 +464,10 @@ async def test_second_writer_in_another_process_e15(store: SessionStore, root: P
         assert path.read_bytes() == E1_BYTES
     finally:
         assert holder.stdin is not None
-        holder.stdin.write("\n")
-        holder.stdin.close()
-        assert holder.wait(timeout=30) == 0
+        await holder.stdin.send_all(b"\n")
+        await holder.stdin.aclose()
+        with trio.fail_after(30):
+            assert await holder.wait() == 0
     async with store.open("demo-1") as session:
         assert session.next_seq == 6
     assert path.read_bytes() == E1_BYTES

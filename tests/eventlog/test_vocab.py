@@ -15,9 +15,9 @@ from eventlog.format import Event, build_event
 from eventlog.reader import read_log
 from eventlog.repair import NOT_STARTED_TEXT
 from eventlog.vocab import (
-    Aborted,
     AbortByHook,
     AbortByUser,
+    Aborted,
     AdapterDefaults,
     AgentInboxSpliced,
     AssistantMessage,
@@ -49,7 +49,6 @@ from eventlog.vocab import (
     UserSource,
 )
 from tests.eventlog.spec_examples import E1_LINES, E5_CLOSERS, E5_LINES, log_bytes
-
 
 
 def data_of(line: bytes) -> bytes:
