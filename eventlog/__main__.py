@@ -1,4 +1,4 @@
-"""``python -m eventlog <command>``: the log commands of §10 with ``eventlog.default_root()``."""
+"""``python -m eventlog <command>``: the log commands of log-format §10 with ``eventlog.default_root()``."""
 
 from __future__ import annotations
 

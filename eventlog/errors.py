@@ -1,4 +1,4 @@
-"""Typed errors of the eventlog package (spec eventlog.md §5.6).
+"""Typed errors of the eventlog package (log-format §5.6).
 
 Every message is one line and names the session or the path it is about.
 """
@@ -87,7 +87,7 @@ class ForkError(EventLogError):
 
 
 class SurfaceError(EventLogError, ValueError):
-    """The model-visible history cannot be folded (eventlog.md §3.3)."""
+    """The model-visible history cannot be folded (log-format §3.3)."""
 
 
 class PersistenceError(EventLogError):

@@ -51,7 +51,7 @@ __all__ = [
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
-# errno values with which link(2) says the file system has no hard links (§6.3 step 4). Not in
+# errno values with which link(2) says the file system has no hard links (log-format §6.3 step 4). Not in
 # __all__, which names the operations a test may fail.
 NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
 

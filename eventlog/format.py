@@ -1,14 +1,16 @@
-"""The on-disk format of a session log (spec eventlog.md §3, §4.2, §5.2): values and codecs.
+"""The on-disk format of a session log: values and codecs (log-format §3, log-format §4.2,
+log-format §5.2).
 
 Pure functions over bytes and values, no I/O:
 
 - ``Event``, ``ReplaceOp``, ``SessionHeader``: the immutable values a log is made of, with their
-  canonical encodings (``to_json``: compact JSON, spec key order, no LF).
-- ``decode_header``: line 1, validated in the exact order of §3.2.
+  canonical encodings (``to_json``: compact JSON, documented key order, no LF).
+- ``decode_header``: line 1, validated in the exact order of log-format §3.2.
 - ``RecordDecoder``: one storage record (event line or packed chunk row) → events, strictly
-  (§3.3, §3.6); a refused record raises ``MalformedRecord`` carrying the §7.1 defect reason.
-- ``build_event``: the append-time checks of §3.5 and the one encoding of ``data``.
-- ``check_session_id``: §4.2.
+  (log-format §3.3, log-format §3.6); a refused record raises ``MalformedRecord`` carrying the
+  defect reason of log-format §7.1.
+- ``build_event``: the append-time checks of log-format §3.5 and the one encoding of ``data``.
+- ``check_session_id``: log-format §4.2.
 """
 
 from __future__ import annotations
@@ -64,18 +66,18 @@ SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
 ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
-# The integer bounds of §2 as msgspec constraints, checked while decoding (no per-event Python
+# The integer bounds of log-format §2 as msgspec constraints, checked while decoding (no per-event Python
 # work): any safe integer, and a safe integer >= 0 (seqs, counts).
 SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 SeqInt = Annotated[int, msgspec.Meta(ge=0, le=MAX_SAFE_INTEGER)]
 
-# Defect reasons of §5.5 / §7.1 produced while decoding one record.
+# Defect reasons of log-format §5.5 / log-format §7.1 produced while decoding one record.
 UNPARSABLE = "unparsable committed event"
 INVALID_ENVELOPE = "invalid event envelope"
 SEQ_GAP = "seq gap in committed region"
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
-"""A session id (§4.2), as a regular expression to match whole (``re.fullmatch``)."""
+"""A session id (log-format §4.2), as a regular expression to match whole (``re.fullmatch``)."""
 _ID_RE = re.compile(ID_PATTERN)
 _TYPE_RE = re.compile(r"[a-z0-9][a-z0-9-]*(?:/[a-z0-9][a-z0-9-]*)+")
 _WINDOWS_ABS_RE = re.compile(r"[A-Za-z]:[\\/]")
@@ -87,12 +89,12 @@ def _is_seq_int(value: object) -> bool:
 
 
 def is_event_type(value: object) -> bool:
-    """True if ``value`` is a string of the event type shape of §3.3."""
+    """True if ``value`` is a string of the event type shape of log-format §3.3."""
     return isinstance(value, str) and _TYPE_RE.fullmatch(value) is not None
 
 
 def check_session_id(id: object) -> str:
-    """Return ``id`` if it is a valid session id (§4.2), else raise ``InvalidSessionId``.
+    """Return ``id`` if it is a valid session id (log-format §4.2), else raise ``InvalidSessionId``.
 
     Runs before any file system access, so ``..``, ``/``, NUL and empty ids never name a path.
     """
@@ -101,12 +103,12 @@ def check_session_id(id: object) -> str:
     return id
 
 
-# §6.3 step 2: a file is published from "<final name>.<12 lowercase hex>.tmp" beside it.
+# log-format §6.3 step 2: a file is published from "<final name>.<12 lowercase hex>.tmp" beside it.
 TEMP_SUFFIX = r"\.[0-9a-f]{12}\.tmp"
 
 
 def temp_path(final: Path) -> Path:
-    """A fresh publish temp name for ``final`` (§6.3 step 2); it matches ``TEMP_SUFFIX``."""
+    """A fresh publish temp name for ``final`` (log-format §6.3 step 2); it matches ``TEMP_SUFFIX``."""
     return final.with_name(f"{final.name}.{secrets.token_hex(6)}.tmp")
 
 
@@ -160,12 +162,12 @@ class Event(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True, gc=
         return msgspec.json.decode(self.data)
 
     def to_json(self) -> bytes:
-        """The canonical record: compact JSON in §3.3 key order, without the LF."""
+        """The canonical record: compact JSON in log-format §3.3 key order, without the LF."""
         return msgspec.json.encode(self)
 
 
 class SessionHeader(msgspec.Struct, frozen=True, kw_only=True):
-    """Line 1 of a log (§3.2). Fields are in on-disk order; ``to_json`` writes the line."""
+    """Line 1 of a log (log-format §3.2). Fields are in on-disk order; ``to_json`` writes the line."""
 
     version: int = 0
     id: str
@@ -282,9 +284,9 @@ def decode_header(
 ) -> SessionHeader:
     """Decode and validate header line ``line`` (without its LF) of the log at ``path``.
 
-    Checks, in the order of §3.2: JSON; version first (``UnsupportedFormat`` for any number other
+    Checks, in the order of log-format §3.2: JSON; version first (``UnsupportedFormat`` for any number other
     than ``0``); retired policy fields; the shape of every known key (unknown keys are ignored);
-    identity against ``expected_id`` (§4.2). Raises ``CorruptLog`` (line 1, byte 0) otherwise.
+    identity against ``expected_id`` (log-format §4.2). Raises ``CorruptLog`` (line 1, byte 0) otherwise.
     The ``seedLength`` bound needs the event count and is checked by the scanner.
     """
     try:
@@ -372,7 +374,7 @@ def decode_header(
 
 
 class MalformedRecord(Exception):
-    """A storage record refused by ``RecordDecoder``; ``reason`` is a §7.1 defect reason.
+    """A storage record refused by ``RecordDecoder``; ``reason`` is a log-format §7.1 defect reason.
 
     Internal to the scanner: readers turn it into a ``Defect`` (and maybe ``CorruptLog``).
     """
@@ -450,7 +452,7 @@ _ENCODER = msgspec.json.Encoder()
 
 
 class RecordDecoder:
-    """Decodes storage records (§3.3, §3.6) into events, interning type strings.
+    """Decodes storage records (log-format §3.3, log-format §3.6) into events, interning type strings.
 
     One decoder per scan: it keeps the set of type strings already validated, so the type
     regex runs once per distinct type and every event of a type shares one string.
@@ -466,7 +468,7 @@ class RecordDecoder:
         """The events of ``line`` (one for an event line, one per member for a packed row).
 
         Raises ``MalformedRecord`` with reason ``unparsable committed event`` (JSON or packed
-        row failures), ``invalid event envelope`` (a key or value rule of §3.3), or
+        row failures), ``invalid event envelope`` (a key or value rule of log-format §3.3), or
         ``seq gap in committed region`` (detail ``expected X, got Y``). Lets ``RecursionError``
         through for a record nested deeper than the decoders recurse: it may be valid JSON, so
         it is not a defect of the record (the scanner refuses the log instead).
@@ -539,7 +541,7 @@ class RecordDecoder:
         return events
 
     def _accept(self, wire: _WireEvent, expected_seq: int) -> Event | None:
-        # The event for a decoded envelope that passes every rule of §3.3 checkable without
+        # The event for a decoded envelope that passes every rule of log-format §3.3 checkable without
         # its line, or None (the line must be examined: invalid, or a replace op whose exact
         # keys msgspec does not check).
         known = self._types.get(wire.type)
@@ -638,7 +640,7 @@ def _row_tag(line: bytes) -> str:
 
 
 def _check_envelope(obj: dict[str, Any]) -> None:
-    """Check an untyped event object against every key and value rule of §3.3 except the seq
+    """Check an untyped event object against every key and value rule of log-format §3.3 except the seq
     count; raise ``MalformedRecord(INVALID_ENVELOPE, …)`` naming the first rule broken."""
 
     def bad(detail: str) -> MalformedRecord:
@@ -682,7 +684,7 @@ def _check_envelope(obj: dict[str, Any]) -> None:
 
 
 def _sources_ok(sources: tuple[int, ...], type_: str, seq: int) -> bool:
-    # The sourceEventSeqs rules of §3.3 for a tuple msgspec already decoded as ints.
+    # The sourceEventSeqs rules of log-format §3.3 for a tuple msgspec already decoded as ints.
     return (
         (bool(sources) or type_ == "assistant/message")
         and all(0 <= item < seq for item in sources)
@@ -691,7 +693,7 @@ def _sources_ok(sources: tuple[int, ...], type_: str, seq: int) -> bool:
 
 
 def _sources_problem(sources: object, type_: str, seq: int) -> str | None:
-    # The first sourceEventSeqs rule of §3.3 that ``sources`` breaks, or None.
+    # The first sourceEventSeqs rule of log-format §3.3 that ``sources`` breaks, or None.
     if not isinstance(sources, (list, tuple)):
         return f"sourceEventSeqs must be an array, got {_describe(sources)}"
     if not sources and type_ != "assistant/message":
@@ -787,9 +789,9 @@ def build_event(
     source_event_seqs: Sequence[int] | None = None,
     ignorable: bool = False,
 ) -> Event:
-    """Validate an event as §3.5 requires and return it with ``data`` encoded once.
+    """Validate an event as log-format §3.5 requires and return it with ``data`` encoded once.
 
-    Checks the type shape, the surface rules of §3.3 (surface types need ``surface_op``; replace
+    Checks the type shape, the surface rules of log-format §3.3 (surface types need ``surface_op``; replace
     bounds and ``source_event_seqs`` items are safe integers ``< seq``; a replace lists at least
     its ``start`` and ``end``) and that ``data`` is losslessly representable as JSON. Raises
     ``InvalidEvent``; nothing else. Does not refuse ``session/end-seed`` (fork writes it; the

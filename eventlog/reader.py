@@ -1,10 +1,10 @@
-"""Reading a session log without writing it (spec eventlog.md §5.5, §7.4, §10.4).
+"""Reading a session log without writing it (log-format §5.5, log-format §7.4, log-format §10.4).
 
 Every reader here is read-only: no lock, no write, no repair. Files are opened with
 ``O_NOFOLLOW`` (a symlink is refused with ``OSError``), read with ``os.pread`` in ~1 MiB
 chunks and scanned by ``scan.Scanner``. ``read_log``, ``read_log_fd`` and ``index_log`` report
 what open-for-write would repair in ``LogSnapshot.repair``. ``index_log`` is ``read_log`` whose
-``events`` stay on disk: a file-backed sequence holding one offset per event (§11: validate
+``events`` stay on disk: a file-backed sequence holding one offset per event (log-format §11: validate
 streams).
 """
 
@@ -70,7 +70,7 @@ INDEX_WINDOW = 64 * 1024
 
 
 class Repair(msgspec.Struct, frozen=True, rename="camel"):
-    """What open-for-write does (or did) to make a log appendable (§7.3, §7.4)."""
+    """What open-for-write does (or did) to make a log appendable (log-format §7.3, log-format §7.4)."""
 
     truncate_to: int | None  # committed size, when bytes must be dropped
     dropped_bytes: int
@@ -127,7 +127,7 @@ def read_header(
 ) -> SessionHeader:
     """Read and validate line 1 only (8 KiB reads until the first LF).
 
-    With ``expected_id`` the header id must match (§4.2). ``max_bytes`` bounds the header line
+    With ``expected_id`` the header id must match (log-format §4.2). ``max_bytes`` bounds the header line
     (``CorruptLog`` beyond it). Raises ``CorruptLog``, ``UnsupportedFormat`` or ``OSError``.
     """
     fd = _open(path)
@@ -156,7 +156,7 @@ def read_header(
 
 
 def _open_log(path: str | os.PathLike[str], expected_id: str | None) -> int:
-    # A missing file named by id is SessionNotFound (§5.6); by path, the OSError itself.
+    # A missing file named by id is SessionNotFound (log-format §5.6); by path, the OSError itself.
     try:
         return _open(path)
     except FileNotFoundError:
@@ -170,7 +170,7 @@ def read_log(
 ) -> LogSnapshot:
     """Read a whole log without writing it: header, committed valid events, would-be repair.
 
-    With ``expected_id`` the header id must match (§4.2) and a missing file raises
+    With ``expected_id`` the header id must match (log-format §4.2) and a missing file raises
     ``SessionNotFound``; without it the file name is never interpreted. Raises ``CorruptLog``
     (header, identity, committed corruption, ``seedLength``, unrepairable open turn),
     ``UnsupportedFormat`` or ``OSError``.
@@ -194,7 +194,7 @@ def read_log_fd(fd: int, path: Path, *, expected_id: str | None = None) -> LogSn
 
 
 def _scan(fd: int, scanner: Scanner) -> Iterator[tuple[bytes, list[Event]]]:
-    # The cold scan of read_log and index_log (§7.1): each chunk with the events the records
+    # The cold scan of read_log and index_log (log-format §7.1): each chunk with the events the records
     # it completes hold, then the end-of-file checks (torn tail, seedLength).
     for chunk in _chunks(fd):
         yield chunk, scanner.feed(chunk)
@@ -207,7 +207,7 @@ def _snapshot(
     events: Sequence[Event],
     planned: tuple[int | None, tuple[Event, ...]],
 ) -> LogSnapshot:
-    # The snapshot of a finished scan, with what open-for-write would repair (§7.4).
+    # The snapshot of a finished scan, with what open-for-write would repair (log-format §7.4).
     assert scanner.header is not None
     open_turn, closers = planned
     dropped = scanner.file_bytes - scanner.committed_bytes
@@ -237,7 +237,7 @@ def _snapshot(
 def index_log(
     path: str | os.PathLike[str], *, expected_id: str | None = None
 ) -> LogSnapshot:
-    """``read_log`` whose ``events`` stay on disk (§11: validate streams).
+    """``read_log`` whose ``events`` stay on disk (log-format §11: validate streams).
 
     The same scan, checks, errors, ``repair`` and counts as ``read_log``; ``snapshot.events``
     is a read-only ``Sequence[Event]`` backed by the file that holds only the byte offset of
@@ -322,7 +322,7 @@ class _IndexScan:
             )
             planned: tuple[int | None, tuple[Event, ...]] = (None, ())
             if self._open_turn_at is not None:
-                # §7.3 reads only the events from the last turn/start on: the tracker that
+                # log-format §7.3 reads only the events from the last turn/start on: the tracker that
                 # plan_closers feeds, fed from the file (this descriptor) instead of a list.
                 tracker = TurnTracker(path)
                 for event in events._stream(self._open_turn_at, len(events), fd):
@@ -353,7 +353,7 @@ class _IndexScan:
             self._offsets.extend(starts)
         else:
             self._index_rows(chunk, base, starts, first_seq, len(events))
-        # Only the last turn marker matters (§7.3), so look from the end of the batch.
+        # Only the last turn marker matters (log-format §7.3), so look from the end of the batch.
         for k in range(len(events) - 1, -1, -1):
             kind = events[k].type
             if kind == TURN_START:
@@ -366,7 +366,7 @@ class _IndexScan:
     def _index_rows(
         self, chunk: bytes, base: int, starts: list[int], first_seq: int, count: int
     ) -> None:
-        # Packed chunk rows (§3.6) make one record stand for several events: every record but
+        # Packed chunk rows (log-format §3.6) make one record stand for several events: every record but
         # the first lies wholly in this chunk, and its first seq says where its events begin.
         firsts = [first_seq]
         for start, stop in zip(starts[1:], starts[2:] + [self._committed]):
@@ -502,7 +502,7 @@ class _IndexedEvents(Sequence[Event]):
             line = self._read(start, end)
             try:
                 if not line.isascii():
-                    line.decode("utf-8")  # the decoder needs valid UTF-8 (§3.1)
+                    line.decode("utf-8")  # the decoder needs valid UTF-8 (log-format §3.1)
                 events = self._decoder.decode(line, first)
             except (UnicodeDecodeError, MalformedRecord):
                 raise self._changed(f"the record at byte {start} is not event {first}") from None
@@ -639,7 +639,7 @@ class _TailState:
 
 def _concerns_log(target: str) -> Callable[[object, str], bool]:
     """The watch filter of a follow of ``target`` (an absolute path): its own changes, and
-    those reported under a temp name of its publish (§6.3). inotify names a change by the
+    those reported under a temp name of its publish (log-format §6.3). inotify names a change by the
     name the writer's descriptor was opened under, and a session published by this or another
     process keeps writing through the descriptor of ``<id>.jsonl.<12 hex>.tmp``, unlinked
     after the link, so its appends never carry the final name."""
@@ -663,7 +663,7 @@ async def tail(
     on_truncate: Callable[[int], None] | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Yield the committed events with ``seq >= start_seq``; with ``follow`` keep yielding new
-    ones as their records become complete (§5.5, §10.4).
+    ones as their records become complete (log-format §5.5, log-format §10.4).
 
     Follows with ``watchfiles.awatch`` on the file's directory (filtered to this file and the
     temp names it was published under, ~50 ms debounce) and re-reads every 200 ms without a

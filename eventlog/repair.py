@@ -1,8 +1,8 @@
-"""Interrupted-turn closers (spec eventlog.md §7.3): pure, over committed events.
+"""Interrupted-turn closers (log-format §7.3): pure, over committed events.
 
 When the committed events end inside an open turn, ``plan_closers`` computes the events that
 close it: a ``tool/result`` for every tool call still pending, a ``step/end`` for an open step
-and a ``turn/end`` with reason ``interrupted``. Only the few fields §7.3 names are read, through
+and a ``turn/end`` with reason ``interrupted``. Only the few fields log-format §7.3 names are read, through
 lenient msgspec views (unknown keys ignored); a missing or mistyped one stops repair.
 """
 
@@ -34,7 +34,7 @@ _NOT_STARTED_ERROR = vocab.ToolError(name="ToolNotStartedError", code="TOOL_NOT_
 _OUTCOME_UNKNOWN_ERROR = vocab.ToolError(name="ToolOutcomeUnknownError", code="TOOL_OUTCOME_UNKNOWN")
 
 
-# A number outside the safe range (§2) is not an integer of the log: the closers would have to
+# A number outside the safe range (log-format §2) is not an integer of the log: the closers would have to
 # carry it, so it is a field of the wrong type, not one repair may copy.
 class _TurnView(msgspec.Struct):
     turn: SafeInt
@@ -100,7 +100,7 @@ _ENVELOPE_BYTES = 64
 
 
 class TurnTracker:
-    """The §7.3 state of a log, fed its committed events in order. ``closers()`` gives what
+    """The log-format §7.3 state of a log, fed its committed events in order. ``closers()`` gives what
     repair appends after them.
 
     Bounded memory: the open turn's pending tool calls, plus its tracked events while the

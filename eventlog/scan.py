@@ -1,4 +1,4 @@
-"""The scan of a session log over bytes (spec eventlog.md §7.1, §7.2, §11).
+"""The scan of a session log over bytes (log-format §7.1, log-format §7.2, log-format §11).
 
 ``Scanner`` is fed the file's bytes in order, in chunks of any size, and keeps the committed,
 valid prefix: the header, then every event up to the first defect. After the first defect it
@@ -37,7 +37,7 @@ TORN = "torn final record"
 
 
 class Defect(msgspec.Struct, frozen=True, rename="camel"):
-    """The first defect of a log: where it starts and why (§5.5)."""
+    """The first defect of a log: where it starts and why (log-format §5.5)."""
 
     line: int  # 1-based physical line (the header is line 1)
     offset: int  # byte offset of the start of the record
@@ -54,7 +54,7 @@ _TYPE_PROBE = msgspec.json.Decoder(_TypeProbe)
 
 
 def _signals_turn_end(line: bytes) -> bool:
-    # §7.2: the record parses as a JSON object whose "type" is "turn/end" (nothing else checked).
+    # log-format §7.2: the record parses as a JSON object whose "type" is "turn/end" (nothing else checked).
     try:
         kind: object = _TYPE_PROBE.decode(line).type
     except msgspec.DecodeError:
@@ -93,7 +93,7 @@ def _utf8_valid_until(chunk: bytes, start: int, end: int) -> int:
 
 
 class Scanner:
-    """Incremental scan of one log (§7.1). Feed the bytes in file order, then call ``finish``.
+    """Incremental scan of one log (log-format §7.1). Feed the bytes in file order, then call ``finish``.
 
     After ``finish``: ``header``; ``next_seq`` (number of kept events); ``committed_bytes``
     (end of the last kept record, just past its LF); ``defect`` (the first defect, a torn
@@ -101,7 +101,7 @@ class Scanner:
     ``file_bytes`` (bytes fed).
 
     ``feed`` and ``finish`` raise ``CorruptLog`` for header errors, committed corruption
-    (§7.2), a header-less file and a ``seedLength`` beyond the committed events;
+    (log-format §7.2), a header-less file and a ``seedLength`` beyond the committed events;
     ``UnsupportedFormat`` for another version or a Zstandard file.
     """
 

@@ -1,4 +1,4 @@
-"""The live session handle and its writer task (spec eventlog.md §5.4, §6).
+"""The live session handle and its writer task (log-format §5.4, log-format §6).
 
 ``Session.append`` commits an event to memory at once (no I/O, no await). A per-session writer
 task turns pending events into write batches — one ``pwrite`` then one sync — with a fixed
@@ -198,7 +198,7 @@ class Session:
         """Validate and commit one event to memory, wake the writer, notify ``on_event``
         observers; return the event. Never does I/O and never awaits.
 
-        Raises ``InvalidEvent`` (§3.5; ``session/end-seed`` is written only by fork),
+        Raises ``InvalidEvent`` (log-format §3.5; ``session/end-seed`` is written only by fork),
         ``SessionClosed``, the session's ``PersistenceError`` after a permanent failure, an
         append guard's exception unchanged, or ``EventLogError`` when called from an observer.
         On any error nothing is committed.
@@ -287,7 +287,7 @@ class Session:
             if self._failure is not None:
                 raise self._failure
         # Ask for the next batch now, even with a write in flight: it starts as soon as that
-        # write completes (§6.1), and it completes after it, so one wait serves this call.
+        # write completes (log-format §6.1), and it completes after it, so one wait serves this call.
         following = self._next
         following.wanted = True
         self._paused = False
@@ -444,7 +444,7 @@ class Session:
         return durable, None
 
     def _publish(self, payload: bytes) -> None:
-        """§6.3 steps 1–4: root, locked temp file, header and batch, sync, link."""
+        """log-format §6.3 steps 1–4: root, locked temp file, header and batch, sync, link."""
         root = self.path.parent
         try:
             fileio.make_dirs(root)
@@ -480,7 +480,7 @@ class Session:
         self._awaiting_dir_sync = True
 
     def _finish_publish(self) -> None:
-        """§6.3 steps 5–6 (and the retry of step 5): check the final name is still this inode,
+        """log-format §6.3 steps 5–6 (and the retry of step 5): check the final name is still this inode,
         sync the root directory, drop the temp name."""
         assert self._fd is not None
         self._check_file()
@@ -517,7 +517,7 @@ class Session:
             )
 
     def _write(self, data: bytes) -> None:
-        """§6.2: write ``data`` at ``good_size`` and sync; on failure cut back to
+        """log-format §6.2: write ``data`` at ``good_size`` and sync; on failure cut back to
         ``good_size`` (best effort, synced) and raise."""
         assert self._fd is not None
         fd = self._fd
@@ -548,7 +548,7 @@ class Session:
             self._dirty = True  # truncated before the next write
 
     def _recover(self, truncate: bool, closers: Sequence[Event]) -> None:
-        """Commit open's repair (§7.4) under the lock: cut the tail back to ``good_size`` and
+        """Commit open's repair (log-format §7.4) under the lock: cut the tail back to ``good_size`` and
         sync, or just sync once (a crashed writer may have left unsynced bytes); then write the
         closers as one synced batch. Raises ``PersistenceError``."""
         assert self._fd is not None

@@ -1,5 +1,5 @@
-"""The session store: one ``<root>/<id>.jsonl`` file per session (spec eventlog.md §4, §5.3,
-§7.4, §8).
+"""The session store: one ``<root>/<id>.jsonl`` file per session (log-format §4, log-format §5.3,
+log-format §7.4, log-format §8).
 
 ``SessionStore`` creates, opens, forks, lists, inspects and deletes sessions. Blocking file work
 runs in ``trio.to_thread.run_sync``; every durable effect goes through ``eventlog.fileio``.
@@ -49,7 +49,7 @@ _CHILD_CHUNK = 1 << 20
 
 
 def default_root() -> Path:
-    """The store root when none is given (§4.1), first match wins: ``$TURNLOG_HOME/sessions``
+    """The store root when none is given (log-format §4.1), first match wins: ``$TURNLOG_HOME/sessions``
     (a relative value is made absolute now); ``$XDG_DATA_HOME/turnlog/sessions`` (ignored
     unless absolute); ``~/.local/share/turnlog/sessions``. Empty variables count as unset."""
     home = os.environ.get("TURNLOG_HOME")
@@ -87,7 +87,7 @@ class SessionStore:
 
     ``root`` defaults to ``default_root()`` and is made absolute; ``clock`` (default
     ``SystemClock()``) stamps headers and events; ``write_delay_ms`` (an int in 0..60000) is
-    every session's batching window (§6.1).
+    every session's batching window (log-format §6.1).
     """
 
     def __init__(
@@ -122,7 +122,7 @@ class SessionStore:
 
         Entering raises ``SessionExists`` if the file exists or the id is open in this store.
         ``createdAt`` is the clock's now. Nothing is written before the first durable batch,
-        which publishes the file atomically (§6.3). On exit the session is closed (``aclose``).
+        which publishes the file atomically (log-format §6.3). On exit the session is closed (``aclose``).
         """
         sid = check_session_id(str(uuid.uuid4()) if id is None else id)
         return self._create(sid, None if cwd is None else os.path.abspath(cwd))
@@ -143,7 +143,7 @@ class SessionStore:
 
         Entering raises ``SessionNotFound``, ``SessionBusy`` (lock held here or elsewhere),
         ``CorruptLog``/``UnsupportedFormat`` (checked through the locked descriptor), or
-        ``PersistenceError`` (I/O). It commits the repair of §7.4 exactly once (logged at
+        ``PersistenceError`` (I/O). It commits the repair of log-format §7.4 exactly once (logged at
         WARNING and kept in ``session.recovered``) and syncs the file once, so every event in
         ``session.events`` is durable. On exit the session is closed (``aclose``).
         """
@@ -233,11 +233,11 @@ class SessionStore:
         id: str | None = None,
     ) -> SessionHeader:
         """Fork ``source`` at boundary ``at`` (inclusive; default: its last event) into a new
-        session ``id`` (default: a UUID4) and return the child's header (§8).
+        session ``id`` (default: a UUID4) and return the child's header (log-format §8).
 
         ``source`` as ``str`` is a session id in this store (used live, flushed first, if open
         here); an ``os.PathLike`` is any session file, read by path. A cold parent is only
-        read: never locked, repaired or written. Checks run in the order of §8.3
+        read: never locked, repaired or written. Checks run in the order of log-format §8.3
         (``InvalidSessionId``, ``SessionExists``, ``SessionNotFound``, ``ForkError``); the
         child is published atomically with one durable write and is not left open.
         """
@@ -257,7 +257,7 @@ class SessionStore:
                 live = None  # closing: its file is the authority now
             if live is not None:
                 # Copy only what this flush made durable: events appended while it waited
-                # (e.g. by an on_flushed observer) may not be on disk yet (§8.2).
+                # (e.g. by an on_flushed observer) may not be on disk yet (log-format §8.2).
                 through = await live.flush()
                 parent, events = live.header, live.events[: through + 1]
                 _check_at(at, parent.id)
@@ -524,8 +524,8 @@ def _write_child(
     child_path: Path,
     now: int,
 ) -> SessionHeader:
-    """Stream the parent's events into the child's temp file, check the boundary (§8.3
-    steps 4–5, over every eligible event), add the marker and publish (§6.3)."""
+    """Stream the parent's events into the child's temp file, check the boundary (log-format §8.3
+    steps 4–5, over every eligible event), add the marker and publish (log-format §6.3)."""
     header = SessionHeader(
         id=child_path.name[: -len(".jsonl")],
         created_at=now,

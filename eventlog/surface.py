@@ -1,4 +1,4 @@
-"""The model-visible history fold (spec eventlog.md §3.3).
+"""The model-visible history fold (log-format §3.3).
 
 ``fold(events)`` replays the ``surfaceOp`` of every surface event and returns the seqs of the
 current history nodes, in order; ``History`` does the same one event at a time. It is run when history is derived and by ``turnlog validate``,
@@ -21,7 +21,7 @@ def fold(events: Iterable[Event]) -> list[int]:
     ``"append"`` adds the event at the end; a replace substitutes the nodes from ``start`` to
     ``end`` (positions in the current history, inclusive) with the event, at the position of
     ``start``, and its ``sourceEventSeqs`` must list every node it shadows. Non-surface events
-    are ignored. Raises ``SurfaceError`` with the exact messages of §3.3.
+    are ignored. Raises ``SurfaceError`` with the exact messages of log-format §3.3.
     """
     history = History()
     for event in events:

@@ -1,15 +1,15 @@
-"""The core event vocabulary the agent loop writes (spec eventlog.md §9).
+"""The core event vocabulary the agent loop writes (log-format §9).
 
 Type constants and msgspec Structs (camelCase on disk, unknown keys refused, optional keys
 omitted when unset, tagged unions on ``type``/``kind``) whose encodings have exactly the key
-orders of §9. Build event data from them and it is valid by construction::
+orders of log-format §9. Build event data from them and it is valid by construction::
 
     Message(id="m-1", role="user", source=UserSource(rpc_id="7"),
             content=[TextBlock(text="Café at 9?")])
 
-``decode(event)`` decodes a core event strictly and checks its invariants (§9.1, §9.2);
-``check_structure(events)`` checks the order rules of §9.3. ``eventlog`` itself never enforces
-either at append; ``turnlog validate`` runs both.
+``decode(event)`` decodes a core event strictly and checks its invariants (log-format §9.1,
+log-format §9.2); ``check_structure(events)`` checks the order rules of log-format §9.3.
+``eventlog`` itself never enforces either at append; ``turnlog validate`` runs both.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class _Data(msgspec.Struct, rename="camel", forbid_unknown_fields=True, omit_def
     does not inherit, so every field is passed by keyword)."""
 
 
-# --------------------------------------------------------------------------- §9.1 messages
+# --------------------------------------------------------------------------- log-format §9.1 messages
 
 
 class TextBlock(_Data, tag_field="type", tag="text", kw_only=True):
@@ -195,7 +195,7 @@ class ForeignMessage(_Data, kw_only=True):
     content: list[ContentBlock]
 
 
-# --------------------------------------------------------------------------- §9.2 event data
+# --------------------------------------------------------------------------- log-format §9.2 event data
 
 
 class TurnStart(_Data, kw_only=True):
@@ -423,7 +423,7 @@ def _check_source(source: object, context: str) -> None:
 
 
 def _check_message(message: object, expect: Literal["user", "assistant", "tool"], context: str = "") -> None:
-    """Check one message value against §9.1 with the spec's message fragments."""
+    """Check one message value against log-format §9.1 with its message fragments."""
     if not isinstance(message, dict) or not isinstance(message.get("id"), str) or not message["id"]:
         raise _Bad(f"{context}lacks an identified message")
     role = "assistant" if expect == "assistant" else "user"
@@ -485,7 +485,7 @@ def _check_request_header(value: dict[str, Any]) -> None:
 
 
 def _invariants(type_: str, value: Any) -> bool:
-    """Check §9 invariants beyond the Struct shapes; True if a foreign source was met."""
+    """Check log-format §9 invariants beyond the Struct shapes; True if a foreign source was met."""
     if type_ == USER_MESSAGE:
         _check_message(value, "user")
         kind: object = value["source"]["kind"]
@@ -516,12 +516,12 @@ def _invariants(type_: str, value: Any) -> bool:
 
 
 def decode(event: Event) -> Any:
-    """Decode a core event's data strictly and check its invariants (§9.1, §9.2).
+    """Decode a core event's data strictly and check its invariants (log-format §9.1, log-format §9.2).
 
     Returns the vocabulary Struct for the type (``ForeignMessage``/``ForeignInboxSpliced`` when
     a user message carries a foreign source kind), or ``None`` for a type outside the core
     vocabulary (never an error: event types are open). Raises ``InvalidEvent`` naming the type
-    and seq, with the §9.1 fragments (``lacks an identified message``, ``must have role "user"``,
+    and seq, with the log-format §9.1 fragments (``lacks an identified message``, ``must have role "user"``,
     ``invalid source``, ``invalid content``, ``must have model source``, ``must have tool
     source``, ``must contain one tool-result block``, ``mismatched tool call ids``).
     """
@@ -539,7 +539,7 @@ def decode(event: Event) -> Any:
         raise InvalidEvent(f"invalid {event.type} at seq {event.seq}: {exc}") from None
 
 
-# --------------------------------------------------------------------------- §9.3 structure
+# --------------------------------------------------------------------------- log-format §9.3 structure
 
 
 class _Scope(msgspec.Struct):
@@ -575,7 +575,7 @@ _STEP_SCOPED = frozenset({ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT})
 
 
 def check_structure(events: Iterable[Event]) -> list[str]:
-    """Messages for every break of the §9.3 order rules, in log order (empty when fine).
+    """Messages for every break of the log-format §9.3 order rules, in log order (empty when fine).
 
     Turns and steps nest (``turn/start``…``turn/end``, ``step/start``…``step/end``);
     ``assistant/message``, ``tool/call`` and ``tool/result`` name the open turn and step; a

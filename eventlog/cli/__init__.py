@@ -9,7 +9,7 @@ Guarantees:
 
 - None of these commands writes to an existing session file, takes its lock or repairs it;
   only ``fork`` writes, and only a new file.
-- ``--json`` output has exactly the keys, in the order, of log-format §10.1–§10.5; human output
+- ``--json`` output has exactly the keys, in the order, of log-format §10.1–10.5; human output
   may change.
 - Exit status: 0 success, 1 failure (one line ``turnlog: <message>`` on stderr), 2 usage error.
 

@@ -2,8 +2,9 @@
 
 A log is ``ok``, ``repairable`` (a torn tail or an open final turn, which the next open fixes),
 ``invalid`` (it reads, but breaks a higher rule: the core vocabulary of log-format §9, the
-turn/step structure of §9.3, the surface fold of §3.3, a fork seed that differs from its parent
-in the same root, or a package's check), ``corrupt``, ``unsupported`` or ``unreadable``.
+turn/step structure of log-format §9.3, the surface fold of log-format §3.3, a fork seed that
+differs from its parent in the same root, or a package's check), ``corrupt``, ``unsupported``
+or ``unreadable``.
 
 ``validate_log`` reads one log without writing it and returns its ``Verdict``; the rules are
 plain functions over the reader's values (``core_messages``, ``seed_messages``,
@@ -114,8 +115,8 @@ def seed_messages(child: LogSnapshot, parent_path: Path) -> list[str]:
 
 def core_messages(events: Iterable[Event], closers: Iterable[Event]) -> list[str]:
     """eventlog's own rules over one pass of ``events``: the core vocabulary (log-format §9),
-    then the turn/step structure (§9.3) of the events followed by ``closers``, then the surface
-    fold (§3.3). ``closers`` is iterated only after ``events`` is exhausted."""
+    then the turn/step structure (log-format §9.3) of the events followed by ``closers``, then the surface
+    fold (log-format §3.3). ``closers`` is iterated only after ``events`` is exhausted."""
     vocabulary: list[str] = []
     history = surface.History()
     folded: list[str] = []
@@ -156,7 +157,8 @@ def _closers(snapshot: LogSnapshot) -> tuple[Event, ...]:
 
 def rule_messages(snapshot: LogSnapshot, checks: Sequence[Check], *, core: list[str] | None = None) -> list[str]:
     """Every higher-rule violation of a readable log: core vocabulary (log-format §9), turn/step
-    structure (§9.3), the surface fold (§3.3), the fork seed, then the packages' checks.
+    structure (log-format §9.3), the surface fold (log-format §3.3), the fork seed, then the
+    packages' checks.
 
     ``core`` is ``core_messages`` of the snapshot when the caller already has it (validate
     runs them on the scan that indexes the log). ``snapshot.events`` is only iterated, never

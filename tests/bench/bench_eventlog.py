@@ -6,14 +6,14 @@ Every figure is printed next to a baseline measured in the same run, on the same
 - cold ``read_log`` MB/s over a generated log of ~200k events (~50 MB, page cache warm) vs the
   stdlib baseline: open the file in binary mode, iterate its lines (skipping the header) and
   ``json.loads`` each one, nothing else (no validation, no event objects); also the ceiling of
-  any reader that follows §11 (msgspec decoding the envelopes alone); peak RSS of the read in a
+  any reader that follows log-format §11 (msgspec decoding the envelopes alone); peak RSS of the read in a
   fresh process;
 - durable events/s with 1, 8 and 64 concurrent appenders on one session, each awaiting
   ``flush()`` after every append, vs the naive baseline: one ``os.write`` of a ~250-byte
   record then ``os.fdatasync``, per event, on the same disk;
-- single-appender ``flush()`` p50 vs a bare ``fdatasync`` p50, with the floor that §6.2 sets
+- single-appender ``flush()`` p50 vs a bare ``fdatasync`` p50, with the floor that log-format §6.2 sets
   (the same write + sync through ``trio.to_thread.run_sync``);
-- spec §11: group commit with 32 tasks (events/s, events per sync, p99 flush latency),
+- log-format §11: group commit with 32 tasks (events/s, events per sync, p99 flush latency),
   ``append`` median for a 1 KiB dict, ``list`` over 10,000 sessions (warm cache), opening a
   12 MB log holding a 1 MB line, and ``turnlog tail -f`` latency (p99 from a durable batch to
   its last event printed, next to a bare ``watchfiles.awatch`` with the same debounce).
@@ -106,7 +106,7 @@ def generate_log(path: Path, events: int) -> int:
 
 
 class Envelope(msgspec.Struct, gc=False):
-    """The event envelope with ``data`` left raw, as §11 asks the reader to decode it (not
+    """The event envelope with ``data`` left raw, as log-format §11 asks the reader to decode it (not
     tracked by the garbage collector, like ``eventlog.Event``)."""
 
     type: str
@@ -154,7 +154,7 @@ def bench_read(work: Path, events: int) -> None:
     ours = best_of(3, lambda: read_log(path))
     base = best_of(3, lambda: stdlib_read(path))
     ratio = base / ours
-    # The ceiling of any reader that follows §11: msgspec decodes every envelope in one
+    # The ceiling of any reader that follows log-format §11: msgspec decodes every envelope in one
     # decode_lines call over the body, already in memory; no scan, no checks, no events.
     body = path.read_bytes().split(b"\n", 1)[1]
     ceiling = best_of(3, functools.partial(ENVELOPES.decode_lines, body))
@@ -169,7 +169,7 @@ def bench_read(work: Path, events: int) -> None:
         ratio >= 10 and mb / ours >= 250,
     )
     report(
-        "read_log, spec §11",
+        "read_log, log-format §11",
         f"{mb / ours:.0f} MB/s, {ratio:.1f}x the stdlib baseline",
         "target >= 200 MB/s and >= 3x",
         ratio >= 3 and mb / ours >= 200,
@@ -245,7 +245,7 @@ async def flush_latency(work: Path, count: int) -> tuple[float, float, float]:
     """p50 of ``append`` + ``flush()`` on one session, p50 of a bare ``os.write`` +
     ``os.fdatasync`` (timing the sync only) on another file of the same directory, and p50 of
     the same write + sync run through ``trio.to_thread.run_sync`` (the floor of any writer that
-    follows §6.2, which puts all file work in a worker thread), taken alternately so all three
+    follows log-format §6.2, which puts all file work in a worker thread), taken alternately so all three
     see the same load on a shared machine."""
     root = Path(tempfile.mkdtemp(dir=work))
     data = {"text": "x" * 180}
@@ -312,13 +312,13 @@ def bench_durability(work: Path) -> None:
         "group commit, 32 tasks",
         f"{rate:,.0f} events/s, {per_batch:.1f} events/sync, p99 flush {p99 * 1e3:.2f} ms",
         f"{rate / naive_rate:.1f}x the sync-per-event baseline (target >= 8x); "
-        f"p99 {p99 / bare_p50:.1f}x one sync (target <= 3x; spec §11 sets both for an fdatasync of ~1.6 ms, "
-        f"here {bare_p50 * 1e6:.0f} µs)",
+        f"p99 {p99 / bare_p50:.1f}x one sync (target <= 3x; log-format §11 sets both for an fdatasync "
+        f"of ~1.6 ms, here {bare_p50 * 1e6:.0f} µs)",
         rate >= 8 * naive_rate and p99 <= 3 * bare_p50,
     )
 
 
-# --------------------------------------------------------------------------------- §11 others
+# --------------------------------------------------------------------------------- log-format §11 others
 
 
 async def append_median() -> tuple[float, float]:
@@ -494,7 +494,7 @@ def main() -> None:
         for _ in range(args.repeat):
             bench_read(work, args.events)
             bench_durability(work)
-        print("spec §11", flush=True)
+        print("log-format §11", flush=True)
         bench_append()
         bench_list(work)
         bench_resume(work)

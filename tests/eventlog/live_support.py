@@ -1,5 +1,5 @@
-"""Helpers for the store, session and durability tests: wall clocks and the spec's examples
-replayed through the public API."""
+"""Helpers for the store, session and durability tests: wall clocks and the worked examples of
+log-format §12 replayed through the public API."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class TrioWallClock:
 
 
 def replay(session: Session, clock: SetClock, lines: Sequence[bytes | str]) -> None:
-    """Append the events of the spec's record ``lines`` (not the header) with their own times."""
+    """Append the events of the worked example's record ``lines`` (not the header) with their own times."""
     for line in lines:
         record: dict[str, Any] = json.loads(line)
         clock.now = record["time"]

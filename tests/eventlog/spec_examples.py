@@ -1,4 +1,4 @@
-"""Worked examples of spec eventlog.md §12, copied from the spec text (records without LF).
+"""Worked examples of log-format §12, copied from docs/log-format.md (records without LF).
 
 Tests derive their expectations from these literals, never from the code under test.
 """

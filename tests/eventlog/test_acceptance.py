@@ -1,9 +1,9 @@
-"""Acceptance audit of eventlog against its spec (eventlog.md), through the public API only.
+"""Acceptance audit of eventlog against docs/log-format.md, through the public API only.
 
-Every expected value here is taken from the spec text (strings, key orders, shapes, byte
-counts of the worked examples E1–E15), never from what the code produces. Sections follow
-the spec: §3 format, §4 files and ids, §5 API, §6 durability, §7 repair, §8 fork, §9
-vocabulary, §10 command line, §12 worked examples; plus the real deepseek-harness logs.
+Every expected value here is taken from that page (strings, key orders, shapes, byte counts of
+the worked examples E1–E15), never from what the code produces. Sections follow the page:
+format, files and ids, API, durability, repair, fork, vocabulary, command line and worked
+examples (log-format §3–10, log-format §12); plus the real deepseek-harness logs.
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ from eventlog import (
 )
 from tests.eventlog.live_support import SetClock, TrioWallClock, replay
 
-# --------------------------------------------------------------------------- §12 literals
-# Copied from the spec's worked examples (⏎ removed; records joined with LF by ``log``).
+# --------------------------------------------------------------------------- log-format §12 literals
+# Copied from the worked examples of log-format §12 (⏎ removed; records joined with LF by ``log``).
 
 E1 = [
     '{"type":"session","version":0,"id":"demo-1","createdAt":1767261600000,"cwd":"/home/ana","delegationDepth":0}',
@@ -84,7 +84,7 @@ E5_TURN2 = [
     '{"type":"tool/call","seq":10,"time":1767265201201,"data":{"turn":2,"step":1,"callId":"call-a","name":"read_file","arguments":"{\\"path\\":\\"notes.txt\\"}"}}',
 ]
 
-# §7.3, the two texts.
+# log-format §7.3, the two texts.
 NOT_STARTED = (
     "The tool call was interrupted before the Harness recorded it as started. Retry it if it is "
     "still needed."
@@ -165,7 +165,7 @@ def read_error(tmp_path: Path, data: bytes, **kwargs: Any) -> BaseException:
     return info.value
 
 
-# =========================================================================== §3.1 encoding
+# =========================================================================== log-format §3.1 encoding
 
 
 def test_3_1_non_utf8_record_is_unparsable(tmp_path: Path) -> None:
@@ -202,7 +202,7 @@ async def test_3_1_append_writes_compact_json_raw_utf8(tmp_path: Path) -> None:
     assert body == '{"type":"note/x","seq":0,"time":5,"data":{"a":[1,2.5,null,true],"é":"/ü\\n"}}'.encode()
 
 
-# =========================================================================== §3.2 header
+# =========================================================================== log-format §3.2 header
 
 
 def test_3_2_header_key_order_written_by_session_header() -> None:
@@ -373,7 +373,7 @@ def test_3_2_identity_before_seed_length_and_repair(tmp_path: Path) -> None:
     assert str(info.value) == f'corrupt session log "{path}": requested id "y" does not match header id "x"'
 
 
-# =========================================================================== §3.3 events
+# =========================================================================== log-format §3.3 events
 
 
 E10_CASES = [
@@ -401,7 +401,7 @@ def test_e10_envelope_strictness(tmp_path: Path, record: str, reason: str) -> No
     assert repair.dropped_bytes == len(record.encode()) + 1
     if reason == "seq gap in committed region":
         assert "expected 6, got 7" in repair.defect.detail
-    # the same record followed by a turn/end is committed corruption (§7.2)
+    # the same record followed by a turn/end is committed corruption (log-format §7.2)
     end = '{"type":"turn/end","seq":7,"time":1,"data":{"turn":2,"reason":{"kind":"completed"}}}'
     path = put(tmp_path / "c.jsonl", log(E1 + [record, end]))
     with pytest.raises(CorruptLog) as info:
@@ -524,7 +524,7 @@ def test_3_3_data_null_and_any_json_value(tmp_path: Path) -> None:
     assert records(snapshot.events) == lines[1:]
 
 
-# =========================================================================== §3.5 append
+# =========================================================================== log-format §3.5 append
 
 
 async def test_e12_append_validation(tmp_path: Path) -> None:
@@ -613,7 +613,7 @@ async def test_3_5_lossless_values_and_structs(tmp_path: Path) -> None:
         )
 
 
-# =========================================================================== §3.6 packed rows
+# =========================================================================== log-format §3.6 packed rows
 
 
 def test_e9_packed_row_expands(tmp_path: Path) -> None:
@@ -673,7 +673,7 @@ def test_3_6_row_running_time_must_stay_safe(tmp_path: Path) -> None:
     assert snapshot.repair is not None and snapshot.repair.defect is not None
 
 
-# =========================================================================== §3.7
+# =========================================================================== log-format §3.7
 
 
 def test_3_7_zstandard_is_refused(tmp_path: Path) -> None:
@@ -690,7 +690,7 @@ def test_3_7_deepseek_harness_layout_is_readable_by_path(tmp_path: Path) -> None
     assert read_log(path).header.id == "abc"
 
 
-# =========================================================================== §4.1 root
+# =========================================================================== log-format §4.1 root
 
 
 def test_4_1_default_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -758,7 +758,7 @@ async def test_4_1_list_ignores_non_store_files_and_reports_symlinks(tmp_path: P
     assert infos[1].header is None and infos[1].problem
 
 
-# =========================================================================== §4.2 ids
+# =========================================================================== log-format §4.2 ids
 
 
 BAD_IDS = ["", "..", ".", "a/b", "a\x00b", "abc\n", "-abc", ".abc", "_a", "a" * 129, "a b", "é"]
@@ -830,7 +830,7 @@ async def test_4_2_identity_runs_before_repair(tmp_path: Path) -> None:
     assert path.read_bytes() == data
 
 
-# =========================================================================== §4.4 locking
+# =========================================================================== log-format §4.4 locking
 
 
 async def test_4_4_second_writer_in_process_is_busy(tmp_path: Path) -> None:
@@ -900,7 +900,7 @@ async def test_e15_second_writer_in_another_process(tmp_path: Path) -> None:
             await holder.wait()
 
 
-# =========================================================================== §5 public API
+# =========================================================================== log-format §5 public API
 
 
 def test_5_public_names() -> None:
@@ -913,7 +913,7 @@ def test_5_public_names() -> None:
     ):
         assert hasattr(eventlog, name), name
     assert callable(eventlog.surface.fold) and callable(eventlog.vocab.decode)
-    # in a fresh interpreter, `import eventlog` alone gives the modules the spec names
+    # in a fresh interpreter, `import eventlog` alone gives the modules log-format §5.1 names
     probe = "import eventlog; eventlog.surface.fold; eventlog.vocab.decode; eventlog.cli.main; eventlog.fileio"
     subprocess.run([sys.executable, "-c", probe], check=True)
     for module in ("format", "scan", "repair", "surface", "vocab", "fileio", "store", "session", "reader", "cli"):
@@ -994,7 +994,7 @@ def test_5_6_error_hierarchy_and_attributes(tmp_path: Path) -> None:
     assert (info.value.path, info.value.line, info.value.offset) == (path, 2, len(header()) + 1)
 
 
-# =========================================================================== §5.3 store
+# =========================================================================== log-format §5.3 store
 
 
 async def test_5_3_write_delay_ms_range(tmp_path: Path) -> None:
@@ -1088,7 +1088,7 @@ async def test_5_3_delete(tmp_path: Path) -> None:
     assert not (tmp_path / "d.jsonl").exists() and (tmp_path / "e.jsonl").exists()
 
 
-# =========================================================================== §5.4 session
+# =========================================================================== log-format §5.4 session
 
 
 async def test_5_4_append_observers_guards_and_reentry(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -1181,7 +1181,7 @@ async def test_5_4_on_flushed_once_per_batch(tmp_path: Path) -> None:
     assert got == [1, 2]
 
 
-# =========================================================================== §5.5 readers
+# =========================================================================== log-format §5.5 readers
 
 
 def test_5_5_iter_events_and_read_header(tmp_path: Path) -> None:
@@ -1241,7 +1241,7 @@ def test_5_5_snapshot_is_read_only(tmp_path: Path) -> None:
     assert snapshot.repair is not None and len(snapshot.repair.closers) == 4
 
 
-# =========================================================================== §6 durability
+# =========================================================================== log-format §6 durability
 
 
 async def test_e13_group_commit(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
@@ -1392,7 +1392,7 @@ async def test_6_6_cancelled_host_still_persists(tmp_path: Path) -> None:
         assert again.next_seq == 1
 
 
-# =========================================================================== §7 repair
+# =========================================================================== log-format §7 repair
 
 
 def test_e2_torn_tail_inspect(tmp_path: Path) -> None:
@@ -1558,7 +1558,7 @@ def test_7_2_defect_then_any_turn_end_signal_is_corruption(tmp_path: Path) -> No
     assert snapshot.repair.defect.reason == "torn final record"
 
 
-# =========================================================================== §8 fork
+# =========================================================================== log-format §8 fork
 
 
 async def test_e6_fork(tmp_path: Path) -> None:
@@ -1686,7 +1686,7 @@ async def test_8_2_live_parent_is_flushed_first(tmp_path: Path) -> None:
     assert (tmp_path / "demo-1.jsonl").read_bytes() == log(E1)
 
 
-# =========================================================================== §3.3 surface fold
+# =========================================================================== log-format §3.3 surface fold
 
 
 def _ev(type_: str, seq: int, op: Any = "append", sources: tuple[int, ...] | None = None) -> Event:
@@ -1715,7 +1715,7 @@ def test_3_3_surface_fold() -> None:
     assert "2" in str(missing.value).split("missing", 1)[1]
 
 
-# =========================================================================== §9 vocabulary
+# =========================================================================== log-format §9 vocabulary
 
 
 def _core(type_: str, data: Any, seq: int = 0, op: Any = None) -> Event:
@@ -1775,7 +1775,7 @@ def test_9_vocab_structs_encode_in_spec_key_order() -> None:
     assert msgspec.json.encode(end) == b'{"turn":1,"reason":{"kind":"completed"}}'
 
 
-# =========================================================================== §10 command line
+# =========================================================================== log-format §10 command line
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -1,6 +1,6 @@
-"""The log commands (eventlog.md §10) through ``eventlog.cli.main`` and ``python -m eventlog``.
+"""The log commands (log-format §10) through ``eventlog.cli.main`` and ``python -m eventlog``.
 
-Expected outputs are derived from the spec's worked examples (tests/eventlog/spec_examples.py)
+Expected outputs are derived from the worked examples of log-format §12 (tests/eventlog/spec_examples.py)
 and the hand-written fixtures, never from the code under test.
 """
 

@@ -1,4 +1,4 @@
-"""``turnlog tail -f`` (eventlog.md §10.4) as a user meets it: ``python -m eventlog`` in a
+"""``turnlog tail -f`` (log-format §10.4) as a user meets it: ``python -m eventlog`` in a
 subprocess following a file that a real writer appends to, truncates and rewrites; Ctrl-C ends
 it with status 0. Only generous timeouts, no timing assertions."""
 

@@ -1,4 +1,4 @@
-"""A real crash test (spec eventlog.md §6, §7): a writer process is SIGKILLed at random points,
+"""A real crash test (log-format §6, log-format §7): a writer process is SIGKILLed at random points,
 over and over, on the same session. Every acknowledged event must survive, in order, exactly
 once, and the file must always open (repairing an interrupted turn if needed)."""
 

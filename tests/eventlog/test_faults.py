@@ -1,4 +1,4 @@
-"""Fault injection through the ``fileio`` seam (spec eventlog.md §6.2–§6.4, §7.4, E14): every
+"""Fault injection through the ``fileio`` seam (log-format §6.2–6.4, log-format §7.4, E14): every
 failure gives a typed ``PersistenceError``, leaves a loadable file, and a retry succeeds without
 duplicating or reordering events."""
 
@@ -149,7 +149,7 @@ async def test_failed_directory_sync_after_link_repeats_only_the_directory_sync(
 async def test_flush_returns_once_its_events_are_durable_though_the_rest_of_the_batch_fails(
     store: SessionStore, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # §6.5 step 2: a flush returns as soon as durable_through >= its target. After a failed
+    # log-format §6.5 step 2: a flush returns as soon as durable_through >= its target. After a failed
     # directory sync, the next batch first completes the publish (seqs 0-2 durable), then
     # writes seq 3; a failure of that write must not reach a flusher whose target was 2.
     root.mkdir()
@@ -224,7 +224,7 @@ class SyncedDirs:
 async def test_a_retried_root_creation_syncs_every_new_directory_entry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skip: int
 ) -> None:
-    # §4.1: each missing directory's parent is synced. A directory whose entry failed to
+    # log-format §4.1: each missing directory's parent is synced. A directory whose entry failed to
     # sync must not look finished to the retry, or its entry would never be made durable.
     root = tmp_path / "a" / "sessions"
     synced = SyncedDirs()
@@ -254,7 +254,7 @@ async def test_file_system_without_hard_links(store: SessionStore, root: Path) -
 
 
 async def test_fork_on_a_file_system_without_hard_links(store: SessionStore, root: Path) -> None:
-    # §6.3 step 4 covers a fork child's publish too: the error says why, and nothing is left.
+    # log-format §6.3 step 4 covers a fork child's publish too: the error says why, and nothing is left.
     place(root, "demo-1.jsonl", E1_BYTES)
     with fileio.fail("link", errno.EPERM), pytest.raises(PersistenceError, match="hard links") as info:
         await store.fork("demo-1", at=5, id="child")

@@ -1,8 +1,8 @@
-"""The hand-written logs in ``fixtures/`` checked byte for byte against the specs.
+"""The hand-written logs in ``fixtures/`` checked byte for byte against the documented formats.
 
-Expected bytes come from the worked examples of eventlog.md §12 (E1, E2, E5, E6, E9),
-schedule.md §3 and timecontext.md §4, §11, §13, written out here by hand; nothing below is
-produced by the code under test.
+Expected bytes come from the worked examples of log-format §12 (E1, E2, E5, E6, E9),
+schedule §3 and time-context §4, time-context §11 and time-context §13, written out here by hand;
+nothing below is produced by the code under test.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_fixture_set_is_the_documented_one() -> None:
 
 @pytest.mark.parametrize("name", ALL_FIXTURES)
 def test_every_fixture_is_canonical(name: str) -> None:
-    """§3: UTF-8, compact JSON, spec key orders, LF after every record, contiguous seqs."""
+    """log-format §3: UTF-8, compact JSON, documented key orders, LF after every record, contiguous seqs."""
     data = fixture(name)
     text = data.decode("utf-8")  # raises on invalid UTF-8
     assert not text.startswith("\ufeff") and "\r" not in text
@@ -146,7 +146,7 @@ def test_packed_1_holds_e9_row_after_seq_3_and_every_row_kind() -> None:
         assert list(row["data"]) == keys
 
 
-# --- reminders-1: schedule/change (schedule.md §3) and time readings (timecontext.md) ------
+# --- reminders-1: schedule/change (schedule §3) and time readings (time-context) ------
 
 RECORD_KEYS = {
     "after": ["id", "kind", "prompt", "afterSeconds", "scheduledAt"],

@@ -1,4 +1,4 @@
-"""Forks (spec eventlog.md §8, E6–E8): boundaries, refusals, markers, sources, and the
+"""Forks (log-format §8, E6–E8): boundaries, refusals, markers, sources, and the
 parent's bytes never changing."""
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ async def test_live_parent_is_flushed_then_copied_from_memory(
 async def test_live_parent_events_appended_during_its_flush_are_not_copied(
     root: Path, clock: SetClock
 ) -> None:
-    # §8.2: a child never contains an event its parent has not made durable. An event appended
+    # log-format §8.2: a child never contains an event its parent has not made durable. An event appended
     # while fork's flush waits (here: by an on_flushed observer, before flushers are released)
     # is in memory but not in the batch that flush returned for.
     store = SessionStore(root, clock=clock, write_delay_ms=60000)
@@ -209,7 +209,7 @@ async def test_cold_parent_sources(store: SessionStore, root: Path) -> None:
 async def test_fork_by_id_names_the_requested_id_in_a_version_refusal(
     store: SessionStore, root: Path
 ) -> None:
-    # §5.6: the version message names the requested id, else the header's id.
+    # log-format §5.6: the version message names the requested id, else the header's id.
     path = place(root, "asked.jsonl", b'{"type":"session","version":3,"id":"written"}\n')
     with pytest.raises(UnsupportedFormat) as info:
         await store.fork("asked", id="c5")
@@ -272,7 +272,7 @@ async def test_fork_never_changes_the_parent_and_follows_the_rules(
     parent = place(root, "p.jsonl", log_bytes([line.encode() for line in [header, *lines]]) + torn)
     before = snapshot(parent)
     store = SessionStore(root, clock=SetClock(FORK_TIME))
-    # The rules of §8.1 and §8.3, computed here from the spec.
+    # The rules of log-format §8.1 and log-format §8.3, computed here from their text.
     valid_at = at is None or (type(at) is int and at >= 0)
     boundary = len(lines) - 1 if at is None else at
     markers = [t for t in types[: boundary + 1] if t in ("turn/start", "turn/end")] if valid_at else []

@@ -621,8 +621,8 @@ def test_build_then_read_round_trip(value: object) -> None:
 
 
 async def test_append_takes_a_str_subclass_type_as_its_string(tmp_path) -> None:
-    # §3.3/§3.5: the type is a string of the right shape; a str subclass (a StrEnum of the
-    # owner's types) is one. It was refused with a bare TypeError from interning it.
+    # log-format §3.3, log-format §3.5: the type is a string of the right shape; a str subclass
+    # (a StrEnum of the owner's types) is one. It was refused with a bare TypeError from interning it.
     from eventlog import SessionStore, read_log
 
     class Kind(enum.StrEnum):

@@ -1,4 +1,4 @@
-"""Write batching and group commit (spec eventlog.md §6.1, §6.5, E13), counted through the
+"""Write batching and group commit (log-format §6.1, log-format §6.5, E13), counted through the
 ``fileio`` seam."""
 
 from __future__ import annotations

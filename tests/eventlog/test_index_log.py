@@ -1,8 +1,8 @@
 """``index_log``: ``read_log`` with the events left on disk, and ``validate`` streaming through
-it (eventlog.md §5.5, §10.3, §11).
+it (log-format §5.5, log-format §10.3, log-format §11).
 
 Every expectation is ``read_log``'s answer on the same file (the in-memory reader is the
-reference), a spec literal, or a message of the spec; never the file-backed reader's own output.
+reference), a literal or a message of docs/log-format.md; never the file-backed reader's own output.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""eventlog.reader on real files: read_header, read_log, read_log_fd, iter_events (§5.5, §7, §12)."""
+"""eventlog.reader on real files: read_header, read_log, read_log_fd, iter_events
+(log-format §5.5, log-format §7, log-format §12)."""
 
 from __future__ import annotations
 
@@ -222,7 +223,7 @@ def test_symlinks_are_not_followed(tmp_path: Path) -> None:
 
 
 def test_only_regular_files_are_read(tmp_path: Path) -> None:
-    # A directory or FIFO given as a log is refused with an OSError naming it (§5.6: errors
+    # A directory or FIFO given as a log is refused with an OSError naming it (log-format §5.6: errors
     # name the path), never a bare read error, and a FIFO's open never waits for a writer.
     directory = tmp_path / "logs"
     directory.mkdir()

@@ -1,4 +1,4 @@
-"""eventlog.repair: interrupted-turn closers (spec §7.3, worked examples E4 and E5)."""
+"""eventlog.repair: interrupted-turn closers (log-format §7.3, worked examples E4 and E5)."""
 
 from __future__ import annotations
 
@@ -288,7 +288,7 @@ def test_deferring_never_changes_the_outcome(script: list[tuple[str, str, int]])
 
 
 def test_a_long_open_turn_of_small_records_keeps_few_chunks_alive(tmp_path) -> None:
-    # §11: iter_events is bounded by a chunk plus the largest record. A deferred event keeps
+    # log-format §11: iter_events is bounded by a chunk plus the largest record. A deferred event keeps
     # its whole ~1 MiB chunk alive, so the deferral must be bounded by the file it spans, not
     # by the data alone: records of tiny data are mostly envelope (here ~45 bytes for 1 byte
     # of data), and one tracked event per chunk would otherwise pin every chunk of the turn.
@@ -345,9 +345,9 @@ def test_a_long_open_turn_of_small_records_keeps_few_chunks_alive(tmp_path) -> N
     ],
 )
 def test_an_unsafe_turn_or_step_number_stops_repair(tmp_path, lines: list[bytes], type_: str, seq: int) -> None:
-    # §2, §7.3: a number outside the safe range is not an integer of the log, so the field has
-    # the wrong type and the closers (which would carry it) cannot be written: CorruptLog, not
-    # the InvalidEvent of building a closer.
+    # log-format §2, log-format §7.3: a number outside the safe range is not an integer of the
+    # log, so the field has the wrong type and the closers (which would carry it) cannot be
+    # written: CorruptLog, not the InvalidEvent of building a closer.
     from eventlog import read_log
 
     path = tmp_path / "unsafe.jsonl"

@@ -12,7 +12,7 @@ from eventlog.scan import TORN, Scanner, scan_bytes
 from tests.eventlog.spec_examples import E1_LINES, E5_LINES, E9_ROW, log_bytes
 
 E1 = log_bytes(E1_LINES)
-E1_OFFSETS = [0, 109, 178, 256, 452, 714, 790]  # §12 E1
+E1_OFFSETS = [0, 109, 178, 256, 452, 714, 790]  # log-format §12 E1
 DAMAGED_4 = b'{"type":"user/message","seq":2,"time":1767261600102,"data":{"id":"msg-1"'
 
 
@@ -290,7 +290,7 @@ def test_a_record_nested_too_deeply_to_read_is_refused_not_dropped(tmp_path, tai
 async def test_a_header_nested_too_deeply_or_with_a_huge_number_is_typed(tmp_path) -> None:
     # Valid JSON Python's json module cannot hold (deep nesting; more digits than int() takes)
     # must not escape as RecursionError/“not valid JSON”: a deep header is a CorruptLog (and
-    # store.list lists it with a problem), a huge version is still a version (§3.2 step 3).
+    # store.list lists it with a problem), a huge version is still a version (log-format §3.2 step 3).
     from eventlog import SessionStore, read_log
 
     deep = tmp_path / "deep.jsonl"

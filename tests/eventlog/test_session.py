@@ -1,4 +1,5 @@
-"""The live Session handle (spec eventlog.md §3.5, §5.4, §6.1, §6.5, §6.6)."""
+"""The live Session handle (log-format §3.5, log-format §5.4, log-format §6.1, log-format §6.5,
+log-format §6.6)."""
 
 from __future__ import annotations
 

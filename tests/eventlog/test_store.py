@@ -1,4 +1,5 @@
-"""SessionStore through its public API on real files (spec eventlog.md §4, §5.3, §7.4, §12)."""
+"""SessionStore through its public API on real files (log-format §4, log-format §5.3,
+log-format §7.4, log-format §12)."""
 
 from __future__ import annotations
 
@@ -322,7 +323,7 @@ async def test_delete(store: SessionStore, root: Path, clock: SetClock) -> None:
 async def test_open_syncs_a_clean_log_once_and_delete_locks_then_syncs_the_root(
     store: SessionStore, root: Path
 ) -> None:
-    # §5.3: open syncs the file once (a crashed writer may have left unsynced bytes) and
+    # log-format §5.3: open syncs the file once (a crashed writer may have left unsynced bytes) and
     # writes nothing; delete takes the lock, unlinks, then syncs the root.
     path = place(root, "demo-1.jsonl", E1_BYTES)
     with fileio.spy("sync") as sync, fileio.spy("pwrite") as pwrite, fileio.spy("truncate") as truncate:
@@ -339,7 +340,7 @@ async def test_open_syncs_a_clean_log_once_and_delete_locks_then_syncs_the_root(
 async def test_open_and_delete_ignore_a_directory_named_like_a_session(
     store: SessionStore, root: Path
 ) -> None:
-    # §4.1: only regular files named <id>.jsonl belong to the store.
+    # log-format §4.1: only regular files named <id>.jsonl belong to the store.
     (root / "dir.jsonl").mkdir(parents=True)
     with pytest.raises(SessionNotFound, match='session "dir" not found'):
         async with store.open("dir"):
@@ -352,7 +353,7 @@ async def test_open_and_delete_ignore_a_directory_named_like_a_session(
 async def test_open_and_delete_do_not_wait_on_a_fifo_named_like_a_session(
     store: SessionStore, root: Path
 ) -> None:
-    # §4.1: only regular files belong to the store. Opening a FIFO for reading blocks until a
+    # log-format §4.1: only regular files belong to the store. Opening a FIFO for reading blocks until a
     # writer appears, so a store that opened it without O_NONBLOCK would wait forever.
     root.mkdir(parents=True)
     fifo = root / "pipe.jsonl"

@@ -1,4 +1,4 @@
-"""eventlog.surface.fold: the model-visible history (§3.3)."""
+"""eventlog.surface.fold: the model-visible history (log-format §3.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""eventlog.reader.tail: following a log with watchfiles (§5.5, §10.4), on real files."""
+"""eventlog.reader.tail: following a log with watchfiles (log-format §5.5, log-format §10.4), on
+real files."""
 
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ async def test_follow_yields_new_records_as_they_complete(tmp_path: Path) -> Non
 async def test_follow_is_woken_by_appends_through_the_publish_descriptor(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A session created here writes through the descriptor of its temp name (§6.3), so its
+    # A session created here writes through the descriptor of its temp name (log-format §6.3), so its
     # change notifications carry that name, not the log's. With the idle re-read pushed out
     # past the guard, only those notifications can deliver the appends in time.
     monkeypatch.setattr("eventlog.reader.TAIL_REREAD_MS", 4000)
@@ -167,8 +168,9 @@ async def test_shrink_does_not_repeat_yielded_seqs(tmp_path: Path) -> None:
 
 
 async def test_truncation_to_zero_is_waited_out_like_a_removal(tmp_path: Path) -> None:
-    # §5.5/§10.4: a shrink is reported and followed, even one below the header (truncated in
-    # place to 0 bytes, then a torn header); the follow resumes once the header is back.
+    # log-format §5.5, log-format §10.4: a shrink is reported and followed, even one below the
+    # header (truncated in place to 0 bytes, then a torn header); the follow resumes once the
+    # header is back.
     path = demo_log(tmp_path)
     async with following(path) as follower:
         assert await follower.next_seqs(6) == list(range(6))
@@ -196,7 +198,7 @@ async def test_replaced_file_is_rescanned(tmp_path: Path) -> None:
 
 
 async def test_removed_file_is_waited_for_and_its_republication_followed(tmp_path: Path) -> None:
-    # §10.4: the directory is watched, so a file published again under the name is seen.
+    # log-format §10.4: the directory is watched, so a file published again under the name is seen.
     path = demo_log(tmp_path)
     async with following(path) as follower:
         assert await follower.next_seqs(6) == list(range(6))

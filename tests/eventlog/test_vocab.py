@@ -1,4 +1,5 @@
-"""eventlog.vocab: Struct encodings in §9 key order, strict decode with invariants, §9.3 structure."""
+"""eventlog.vocab: Struct encodings in log-format §9 key order, strict decode with invariants,
+log-format §9.3 structure."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ from tests.eventlog.spec_examples import E1_LINES, E5_CLOSERS, E5_LINES, log_byt
 
 
 def data_of(line: bytes) -> bytes:
-    """The exact ``data`` bytes of a record line of the spec."""
+    """The exact ``data`` bytes of a record line of a worked example (log-format §12)."""
     obj = msgspec.json.decode(line, type=dict[str, msgspec.Raw])
     return bytes(obj["data"])
 
