@@ -14,8 +14,9 @@ Guarantees (see also the package README):
   order, so a retry writes the same bytes and never duplicates or reorders events.
 - ``on_flushed`` is called once per durable batch with a strictly increasing ``through_seq``.
 
-All blocking file work runs in ``trio.to_thread.run_sync`` inside the writer task, which runs in
-a shielded cancel scope and is stopped only by ``aclose()``; so a cancelled waiter never
+All blocking file work (``_logfile.LogFile``: the write, sync and rollback of a batch, the first
+publish, open's repair) runs in ``trio.to_thread.run_sync`` inside the writer task, which runs
+in a shielded cancel scope and is stopped only by ``aclose()``; so a cancelled waiter never
 interrupts a write, and a cancelled host still persists what it appended.
 """
 
@@ -29,9 +30,9 @@ from typing import Any, overload
 
 import trio
 
-from . import fileio
+from ._logfile import LogFile
 from .errors import EventLogError, InvalidEvent, PersistenceError, SessionClosed
-from .format import Event, SessionHeader, SurfaceOp, build_event, temp_path
+from .format import Event, SessionHeader, SurfaceOp, build_event
 from .reader import Repair
 from .values import Clock
 
@@ -78,34 +79,11 @@ class _Attempt:
         self.error: PersistenceError | None = None
 
 
-class _Failure(Exception):
-    """A failed file operation inside the writer thread, before it becomes a PersistenceError."""
-
-    def __init__(self, detail: str, cause: OSError | None, *, permanent: bool = False) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.cause = cause
-        self.permanent = permanent
-
-    def error(self, id: str) -> PersistenceError:
-        err = PersistenceError(id, self.detail, permanent=self.permanent)
-        err.__cause__ = self.cause
-        return err
-
-
-def _failed(op: str, cause: OSError) -> _Failure:
-    return _Failure(f"{op} failed: {cause}", cause)
-
-
 def _copy(err: PersistenceError) -> PersistenceError:
     # Each waiting flusher raises its own instance (tracebacks are per raise).
     fresh = PersistenceError(err.id, err.detail, permanent=err.permanent)
     fresh.__cause__ = err.__cause__
     return fresh
-
-
-def _encode(events: Sequence[Event]) -> bytes:
-    return b"\n".join([event.to_json() for event in events]) + b"\n"
 
 
 class Session:
@@ -142,15 +120,11 @@ class Session:
         self._view = _EventsView(events)
         self._durable_through = len(events) - 1
         self._unbatched_from = len(events)  # first seq neither durable nor in flight
-        self._header_line = header.to_json() + b"\n"
         self._on_release = on_release
-        # file state, touched only by the writer (and open's repair) in worker threads
-        self._fd = fd
-        self._good_size = good_size
-        self._dirty = False  # the file may be longer than good_size
-        self._tmp: Path | None = None  # temp name of a publish not yet complete
-        self._awaiting_dir_sync = False  # linked under its final name; directory not yet synced
-        self._published_end = 0  # end seq (exclusive) of the events the publish wrote
+        # the file, touched only by the writer (and open's repair) in worker threads
+        self._file = LogFile(
+            id=header.id, path=path, header_line=header.to_json() + b"\n", fd=fd, good_size=good_size
+        )
         # writer coordination
         self._deadline = math.inf  # end of the current batching window (trio time)
         self._paused = False  # background writes pause after a failure
@@ -331,11 +305,7 @@ class Session:
 
     def _release(self) -> None:
         try:
-            if self._fd is not None:
-                fd, self._fd = self._fd, None
-                fileio.close(fd)  # drops the flock
-            if self._tmp is not None:
-                _discard(self._tmp)
+            self._file.close()  # drops the flock
         finally:
             self._on_release(self)
             self._released.set()
@@ -392,7 +362,7 @@ class Session:
         batch = self._events[start:end]
         self._unbatched_from = end
         try:
-            durable_end, failure = await trio.to_thread.run_sync(self._persist, start, batch)
+            durable_end, failure = await trio.to_thread.run_sync(self._file.persist, start, batch)
             if durable_end - 1 > self._durable_through:
                 self._durable_through = durable_end - 1
                 self._warned = False
@@ -420,150 +390,11 @@ class Session:
             self._in_flight = None
             attempt.done.set()
 
-    # ----------------------------------------------------------------------------- file work
-    # Blocking; run in a worker thread by the writer (or by the store during open), never
-    # concurrently with each other.
-
-    def _persist(self, start: int, batch: list[Event]) -> tuple[int, _Failure | None]:
-        """Make ``batch`` (seqs ``start``…) durable. Returns the first seq that is not durable
-        afterwards and the failure that stopped it, if any."""
-        end = start + len(batch)
-        durable = start
-        try:
-            if self._fd is None:
-                self._publish(self._header_line + _encode(batch))
-                self._published_end = end
-            if self._awaiting_dir_sync:
-                self._finish_publish()
-                durable = self._published_end
-            if durable < end:
-                self._write(_encode(batch[durable - start :]))
-                durable = end
-        except _Failure as failure:
-            return durable, failure
-        return durable, None
-
-    def _publish(self, payload: bytes) -> None:
-        """log-format §6.3 steps 1–4: root, locked temp file, header and batch, sync, link."""
-        root = self.path.parent
-        try:
-            fileio.make_dirs(root)
-        except OSError as exc:
-            raise _failed(f'creating the session root "{root}"', exc) from None
-        tmp = temp_path(self.path)
-        try:
-            fd = fileio.open_new(tmp)
-        except OSError as exc:
-            raise _failed("creating the temp file", exc) from None
-        op = "lock"
-        try:
-            fileio.lock(fd)
-            op = "write"
-            fileio.pwrite(fd, payload, 0)
-            op = "sync"
-            fileio.sync(fd)
-            op = "link"
-            fileio.link(tmp, self.path)
-        except OSError as exc:
-            _close_quietly(fd)
-            _discard(tmp)
-            if isinstance(exc, FileExistsError):
-                raise _Failure(
-                    f'another process published session "{self.id}" first', exc, permanent=True
-                ) from None
-            if op == "link" and exc.errno in fileio.NO_HARD_LINKS:
-                raise _Failure(fileio.no_hard_links(root, exc), exc) from None
-            raise _failed(op, exc) from None
-        self._fd = fd
-        self._tmp = tmp
-        self._good_size = len(payload)
-        self._awaiting_dir_sync = True
-
-    def _finish_publish(self) -> None:
-        """log-format §6.3 steps 5–6 (and the retry of step 5): check the final name is still this inode,
-        sync the root directory, drop the temp name."""
-        assert self._fd is not None
-        self._check_file()
-        try:
-            fileio.sync_dir(self.path.parent)
-        except OSError as exc:
-            raise _failed("directory sync", exc) from None
-        self._awaiting_dir_sync = False
-        if self._tmp is not None:
-            _discard(self._tmp)  # best effort: a leftover is a harmless second name
-            self._tmp = None
-
-    def _check_file(self) -> None:
-        assert self._fd is not None
-        try:
-            own = fileio.fstat(self._fd)
-            if own.st_nlink == 0:
-                raise _Failure(
-                    f'session file "{self.path}" was removed while the session was open',
-                    None,
-                    permanent=True,
-                )
-            try:
-                named = fileio.lstat(self.path)
-            except FileNotFoundError:
-                named = None
-        except OSError as exc:
-            raise _failed("stat", exc) from None
-        if named is None or (named.st_dev, named.st_ino) != (own.st_dev, own.st_ino):
-            raise _Failure(
-                f'session file "{self.path}" was removed or replaced while the session was open',
-                None,
-                permanent=True,
-            )
-
-    def _write(self, data: bytes) -> None:
-        """log-format §6.2: write ``data`` at ``good_size`` and sync; on failure cut back to
-        ``good_size`` (best effort, synced) and raise."""
-        assert self._fd is not None
-        fd = self._fd
-        self._check_file()
-        op = "truncate"
-        try:
-            if self._dirty:
-                fileio.truncate(fd, self._good_size)
-                self._dirty = False
-            op = "write"
-            self._dirty = True
-            fileio.pwrite(fd, data, self._good_size)
-            op = "sync"
-            fileio.sync(fd)
-        except OSError as exc:
-            self._roll_back()
-            raise _failed(op, exc) from None
-        self._good_size += len(data)
-        self._dirty = False
-
-    def _roll_back(self) -> None:
-        assert self._fd is not None
-        try:
-            fileio.truncate(self._fd, self._good_size)
-            fileio.sync(self._fd)
-            self._dirty = False
-        except OSError:
-            self._dirty = True  # truncated before the next write
-
     def _recover(self, truncate: bool, closers: Sequence[Event]) -> None:
-        """Commit open's repair (log-format §7.4) under the lock: cut the tail back to ``good_size`` and
-        sync, or just sync once (a crashed writer may have left unsynced bytes); then write the
-        closers as one synced batch. Raises ``PersistenceError``."""
-        assert self._fd is not None
-        op = "truncate"
-        try:
-            if truncate:
-                fileio.truncate(self._fd, self._good_size)
-            op = "sync"
-            fileio.sync(self._fd)
-            if closers:
-                self._write(_encode(closers))
-        except OSError as exc:
-            raise _failed(op, exc).error(self.id) from None
-        except _Failure as failure:
-            raise failure.error(self.id) from None
+        """Commit open's repair (log-format §7.4) under the lock, in a worker thread: cut the
+        tail, sync, write the closers as one synced batch; then hold the closers as durable
+        events. Raises ``PersistenceError``."""
+        self._file.repair(truncate, closers)
         self._events.extend(closers)
         self._unbatched_from = len(self._events)
         self._durable_through = len(self._events) - 1
@@ -579,17 +410,3 @@ def _subscribe(registry: list[Any], item: Any) -> Callable[[], None]:
             pass  # already removed
 
     return remove
-
-
-def _close_quietly(fd: int) -> None:
-    try:
-        fileio.close(fd)
-    except OSError:
-        pass
-
-
-def _discard(path: Path) -> None:
-    try:
-        fileio.unlink(path)
-    except OSError:
-        pass
