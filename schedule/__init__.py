@@ -12,18 +12,19 @@ from ._create import allocate_id as allocate_id
 from ._create import create_after as create_after
 from ._create import create_at as create_at
 from ._create import create_every as create_every
+from ._decide import EveryBatch as EveryBatch
+from ._decide import OneShot as OneShot
+from ._decide import Wait as Wait
+from ._decide import decide as decide
+from ._decide import resolve_every as resolve_every
 from ._errors import AgentBusy as AgentBusy
 from ._errors import InvalidToolArguments as InvalidToolArguments
 from ._errors import ScheduleInputError as ScheduleInputError
 from ._errors import ScheduleLogError as ScheduleLogError
-from ._fold import EveryBatch as EveryBatch
 from ._fold import Fold as Fold
-from ._fold import OneShot as OneShot
-from ._fold import Wait as Wait
+from ._fold import ScheduleGuard as ScheduleGuard
 from ._fold import check_append as check_append
-from ._fold import decide as decide
 from ._fold import fold as fold
-from ._fold import resolve_every as resolve_every
 from ._protocols import AgentPort as AgentPort
 from ._protocols import LoggedEvent as LoggedEvent
 from ._protocols import SessionHandle as SessionHandle
@@ -60,6 +61,7 @@ __all__ = [
     "LoggedEvent",
     "OneShot",
     "ScheduleChange",
+    "ScheduleGuard",
     "ScheduleInputError",
     "ScheduleLogError",
     "ScheduleQueue",

@@ -1,40 +1,33 @@
-"""The pure fold of ``schedule/change`` events, fixed-rate arithmetic and the due decision.
+"""The pure fold of ``schedule/change`` events, incremental folds and the append guard.
 
-See schedule §6.2–6.4 and schedule §7. Everything here is a function over values: the fold
-reads events through the ``LoggedEvent`` Protocol (``.type`` and ``.value()``) and never
-touches a clock.
+See schedule §6.2–6.4. Everything here is a function over values: the fold reads events through
+the ``LoggedEvent`` Protocol (``.type`` and ``.value()``) and never touches a clock.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
+from typing import Protocol
 
 import msgspec
 
-from eventlog.values import (
-    MAX_INSTANT_MS,
-    MAX_SAFE_INTEGER,
-    MIN_INSTANT_MS,
-    compact_json,
-    format_instant,
-    safe_int,
-)
+from eventlog.values import compact_json, format_instant
 
+from ._decide import EveryBatch, OneShot, Wait, decision_time, resolve
 from ._errors import ScheduleLogError
 from ._protocols import LoggedEvent
 from ._records import (
     CHANGE_TYPE,
     Create,
     Delete,
-    Dispatch,
     EveryRecord,
     Record,
     ScheduleChange,
     decode_checked,
 )
-from ._timeparse import parse_instant
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,118 +39,171 @@ class Fold:
     seen_ids: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class OneShot:
-    """Deliver this one-shot (``after``/``at``) record now."""
-
-    record: Record
+# An agenda entry: (target ms, create position, id). It is current while the id is active with
+# that target; otherwise it is stale and is dropped when it reaches the top of its heap.
+_Entry = tuple[int, int, str]
 
 
-@dataclass(frozen=True, slots=True)
-class EveryBatch:
-    """Deliver these due every records together: ``items`` are ``(record, occurrence_ms)`` in
-    batch order; ``accepted_at`` is the decision time, canonical UTC, shared by all dispatches."""
+class FoldState:
+    """The mutable state of one fold, and the agenda the runtime decides from.
 
-    items: tuple[tuple[EveryRecord, int], ...]
-    accepted_at: str
+    Dicts keep create order and in-place replacement. Targets are integers, parsed once when
+    their change is decoded; an every record whose target moved is re-made (its target
+    formatted) only when it is next shown: in ``result()``, or in a decision that includes it.
 
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """Nothing is due; ``target`` is the earliest ``scheduledAt`` in ms, or ``None`` if none."""
-
-    target: int | None
-
-
-# --- fixed-rate arithmetic (schedule §7.1) -------------------------------------------------
-
-
-def _resolve(target: int, every_seconds: object, accepted: object) -> tuple[int, int | None]:
-    a = safe_int(accepted)
-    if a is None or not MIN_INSTANT_MS <= a <= MAX_INSTANT_MS:
-        raise ScheduleLogError("every acceptedAt must be a representable four-digit-year instant")
-    seconds = safe_int(every_seconds)
-    interval = None if seconds is None else seconds * 1000
-    if interval is None or not 0 < interval <= MAX_SAFE_INTEGER:
-        raise ScheduleLogError("every interval milliseconds must be a positive safe integer")
-    if a < target:
-        raise ScheduleLogError("every dispatch cannot precede the active scheduledAt")
-    occurrence = target + (a - target) // interval * interval
-    following = occurrence + interval
-    return occurrence, (following if following <= MAX_INSTANT_MS else None)
-
-
-def resolve_every(record: EveryRecord, accepted_ms: int) -> tuple[int, int | None]:
-    """``(occurrence_ms, next_ms | None)`` of an every record dispatched at ``accepted_ms``.
-
-    The occurrence is the latest aligned target ``<= accepted_ms``, the next one the first
-    aligned target strictly after it; ``None`` when that lies past year 9999 (a final
-    dispatch). Missed occurrences in between are skipped. Raises ``ScheduleLogError`` for
-    an unrepresentable decision time, a bad interval, or ``accepted_ms < scheduledAt``.
+    The agenda is two heaps of entries ordered by (target, create position), one for one-shots
+    and one for every records, built on the first ``decide`` and kept up to date by every later
+    change. A change costs O(log n) there; entries left stale by a delete, a dispatch or an
+    advance are dropped when they reach the top, and a heap that holds more stale entries than
+    current ones is rebuilt (amortised O(1) per change).
     """
-    return _resolve(parse_instant(record.scheduled_at), record.every_seconds, accepted_ms)
 
-
-# --- the fold (schedule §6.2–6.4) ----------------------------------------------------------
-
-
-class _Folding:
-    """Mutable accumulator of one fold. Dicts keep create order and in-place replacement.
-    Every targets advance as integers; a moved record is re-made (its target formatted) once,
-    in the next ``result()``, so repeated results cost only what changed in between."""
-
-    __slots__ = ("active", "seen", "seen_ids", "stale", "targets")
+    __slots__ = ("active", "everies", "one_shots", "order", "seen", "seen_ids", "stale", "targets")
 
     def __init__(self) -> None:
-        self.active: dict[str, Record] = {}  # as of the last result()
+        self.active: dict[str, Record] = {}  # records; an every's scheduledAt may be stale
         self.targets: dict[str, int] = {}  # current scheduledAt in ms
-        self.stale: set[str] = set()  # every records whose target moved since the last result()
+        self.order: dict[str, int] = {}  # create position among all creates
+        self.stale: set[str] = set()  # every records whose target moved since they were shown
         self.seen: dict[str, None] = {}  # an ordered set
         self.seen_ids: tuple[str, ...] = ()  # seen, as of the last result()
+        self.one_shots: list[_Entry] | None = None  # the agenda, once built
+        self.everies: list[_Entry] | None = None
 
-    def apply(self, change: ScheduleChange, instant: int | None) -> None:
-        """Apply one decoded change; ``instant`` is what ``decode_checked`` parsed. A change
-        that raises leaves the state untouched."""
+    def validate(self, change: ScheduleChange, instant: int | None) -> int | None:
+        """Raise ``ScheduleLogError`` unless ``change`` (with the instant ``decode_checked``
+        parsed) applies to this state (schedule §6.2), changing nothing.
+
+        Returns the next target of an every record that a dispatch advances, else ``None``.
+        """
         if type(change) is Create:
-            record = change.schedule
-            rid = record.id
-            if rid in self.seen:
-                raise ScheduleLogError(f"schedule id {compact_json(rid)} was reused")
-            assert instant is not None  # decode_checked parses the scheduledAt of every create
-            self.seen[rid] = None
-            self.active[rid] = record
-            self.targets[rid] = instant
-            return
+            if change.schedule.id in self.seen:
+                raise ScheduleLogError(f"schedule id {compact_json(change.schedule.id)} was reused")
+            return None
         rid = change.id
         current = self.active.get(rid)
         if current is None:
             verb = "delete" if type(change) is Delete else "dispatch"
             raise ScheduleLogError(f"schedule {verb} targets inactive id {compact_json(rid)}")
-        if type(change) is Dispatch:
-            if type(current) is not EveryRecord:
-                if change.accepted_at is not msgspec.UNSET:
-                    raise ScheduleLogError("one-shot dispatch must not contain acceptedAt")
-            elif change.accepted_at is msgspec.UNSET:
-                raise ScheduleLogError("every dispatch must contain acceptedAt")
-            else:
-                _, following = _resolve(self.targets[rid], current.every_seconds, instant)
-                if following is not None:
-                    self.targets[rid] = following
-                    self.stale.add(rid)
-                    return
-        del self.active[rid]
-        del self.targets[rid]
+        if type(change) is Delete:
+            return None
+        if type(current) is not EveryRecord:
+            if change.accepted_at is not msgspec.UNSET:
+                raise ScheduleLogError("one-shot dispatch must not contain acceptedAt")
+            return None
+        if change.accepted_at is msgspec.UNSET:
+            raise ScheduleLogError("every dispatch must contain acceptedAt")
+        return resolve(self.targets[rid], current.every_seconds, instant)[1]
+
+    def apply(self, change: ScheduleChange, instant: int | None) -> None:
+        """Apply one decoded change (see ``validate``); a change that raises changes nothing."""
+        following = self.validate(change, instant)
+        if type(change) is Create:
+            record = change.schedule
+            assert instant is not None  # decode_checked parses the scheduledAt of every create
+            rid = record.id
+            self.order[rid] = len(self.seen)
+            self.seen[rid] = None
+            self.active[rid] = record
+            self.targets[rid] = instant
+            self._schedule(rid, type(record) is EveryRecord)
+            return
+        rid = change.id
+        if following is not None:  # an every record advances, keeping its create position
+            self.targets[rid] = following
+            self.stale.add(rid)
+            self._schedule(rid, True)
+            return
+        is_every = type(self.active.pop(rid)) is EveryRecord
+        del self.targets[rid], self.order[rid]
         self.stale.discard(rid)
+        self._compact(is_every)
 
     def result(self) -> Fold:
-        active, targets = self.active, self.targets
-        for rid in self.stale:  # replacing a value keeps its create position
-            moved = format_instant(targets[rid])
-            active[rid] = msgspec.structs.replace(active[rid], scheduled_at=moved)
+        """The ``Fold`` of the changes applied so far."""
+        for rid in self.stale:
+            self._refresh(rid)
         self.stale.clear()
         if len(self.seen_ids) != len(self.seen):
             self.seen_ids = tuple(self.seen)
-        return Fold(tuple(active.values()), self.seen_ids)
+        return Fold(tuple(self.active.values()), self.seen_ids)
+
+    def decide(self, now: object) -> OneShot | EveryBatch | Wait:
+        """``decide(self.result().active, now)``, with the same result and the same errors,
+        at O(log n) per due record instead of a parse of every record."""
+        t_now = decision_time(now)
+        one_shots, everies = self._agenda()
+        first = self._top(one_shots)
+        if first is not None and first[0] <= t_now:
+            return OneShot(self.active[first[2]])
+        due: list[_Entry] = []
+        try:
+            while (top := self._top(everies)) is not None and top[0] <= t_now:
+                due.append(heapq.heappop(everies))
+            items = tuple(
+                (self._shown(rid), resolve(target, self._every(rid).every_seconds, t_now)[0])
+                for target, _, rid in due
+            )
+        finally:
+            for entry in due:
+                heapq.heappush(everies, entry)
+        if items:
+            return EveryBatch(items, format_instant(t_now))
+        targets = [entry[0] for entry in (first, self._top(everies)) if entry is not None]
+        return Wait(min(targets) if targets else None)
+
+    # -- the agenda ------------------------------------------------------------------------------
+
+    def _agenda(self) -> tuple[list[_Entry], list[_Entry]]:
+        if self.one_shots is None or self.everies is None:
+            self.one_shots, self.everies = self._entries(False), self._entries(True)
+        return self.one_shots, self.everies
+
+    def _entries(self, every: bool) -> list[_Entry]:
+        """A heap of the current entries of one kind."""
+        entries = [(self.targets[rid], self.order[rid], rid) for rid, record in self.active.items()
+                   if (type(record) is EveryRecord) is every]
+        heapq.heapify(entries)
+        return entries
+
+    def _schedule(self, rid: str, every: bool) -> None:
+        """Enter the current target of ``rid`` in the agenda, if it is built."""
+        heap = self.everies if every else self.one_shots
+        if heap is not None:
+            heapq.heappush(heap, (self.targets[rid], self.order[rid], rid))
+            self._compact(every)
+
+    def _compact(self, every: bool) -> None:
+        """Rebuild a heap of one kind once it holds more stale entries than current ones."""
+        heap = self.everies if every else self.one_shots
+        if heap is not None and len(heap) > 2 * len(self.active) + 32:
+            heap[:] = self._entries(every)
+
+    def _top(self, heap: list[_Entry]) -> _Entry | None:
+        """The first current entry of ``heap``, after dropping the stale ones above it."""
+        while heap:
+            target, _, rid = entry = heap[0]
+            if self.targets.get(rid) == target:
+                return entry
+            heapq.heappop(heap)
+        return None
+
+    def _every(self, rid: str) -> EveryRecord:
+        record = self.active[rid]
+        assert type(record) is EveryRecord  # only every records enter that heap
+        return record
+
+    def _shown(self, rid: str) -> EveryRecord:
+        """The every record ``rid`` with its current ``scheduledAt``."""
+        if rid in self.stale:
+            self._refresh(rid)
+            self.stale.discard(rid)
+        return self._every(rid)
+
+    def _refresh(self, rid: str) -> None:
+        # Replacing a value keeps its create position.
+        moved = format_instant(self.targets[rid])
+        self.active[rid] = msgspec.structs.replace(self.active[rid], scheduled_at=moved)
 
 
 def _check_seed_length(events: Sequence[LoggedEvent], seed_length: int) -> None:
@@ -165,7 +211,7 @@ def _check_seed_length(events: Sequence[LoggedEvent], seed_length: int) -> None:
         raise ScheduleLogError("schedule seedLength must be within the supplied event log")
 
 
-def _apply_events(state: _Folding, events: Iterable[LoggedEvent]) -> None:
+def _apply_events(state: FoldState, events: Iterable[LoggedEvent]) -> None:
     for event in events:
         if event.type != CHANGE_TYPE:
             continue
@@ -174,9 +220,9 @@ def _apply_events(state: _Folding, events: Iterable[LoggedEvent]) -> None:
         state.apply(*decode_checked(raw if isinstance(raw, msgspec.Raw) else event.value()))
 
 
-def _fold_into(events: Sequence[LoggedEvent], seed_length: int) -> _Folding:
+def _fold_into(events: Sequence[LoggedEvent], seed_length: int) -> FoldState:
     _check_seed_length(events, seed_length)
-    state = _Folding()
+    state = FoldState()
     _apply_events(state, islice(events, seed_length, None))
     return state
 
@@ -197,85 +243,105 @@ def fold(events: Sequence[LoggedEvent], seed_length: int) -> Fold:
 class IncrementalFold:
     """``fold`` of one session log that remembers where it stopped.
 
-    The log is append-only and its events are immutable (schedule §8), so the fold of a prefix never
-    changes: each call decodes and applies only the events appended since the last successful
-    call, and returns the previous ``Fold`` itself when nothing was appended. Calling it with
-    ``(events, seed_length)`` returns exactly what ``fold(events, seed_length)`` returns and
-    raises exactly what it raises. A failure keeps nothing, so a corrupt or unreadable event
-    fails every later call the same way. One instance serves one log (one runtime or one set of
-    tools); a different ``seed_length`` or a shorter log starts over.
+    The log is append-only and its events are immutable (schedule §8), so the fold of a prefix
+    never changes: each call decodes and applies only the events appended since the last
+    successful call. Calling it with ``(events, seed_length)`` returns exactly what
+    ``fold(events, seed_length)`` returns (the previous ``Fold`` itself when nothing was
+    appended) and raises exactly what it raises. ``state(events, seed_length)`` catches up the
+    same way without building a ``Fold``. A failure keeps nothing, so a corrupt or unreadable
+    event fails every later call the same way. One instance serves one log (one runtime, one set
+    of tools, one guard); a different ``seed_length`` or a shorter log starts over.
     """
 
-    __slots__ = ("_end", "_result", "_seed_length", "_state")
+    __slots__ = ("_end", "_result", "_result_end", "_seed_length", "_state")
 
     def __init__(self) -> None:
-        self._state: _Folding | None = None
+        self._state: FoldState | None = None
         self._seed_length = 0
         self._end = 0  # events[:_end] are folded into _state
-        self._result = Fold((), ())
+        self._result: Fold | None = None
+        self._result_end = 0  # _result is the fold of events[:_result_end]
 
-    def __call__(self, events: Sequence[LoggedEvent], seed_length: int) -> Fold:
+    def state(self, events: Sequence[LoggedEvent], seed_length: int) -> FoldState:
+        """The fold state of ``events[seed_length:]``, caught up; raises what ``fold`` raises."""
         _check_seed_length(events, seed_length)
         end = len(events)
         state = self._state
         tail: Iterable[LoggedEvent]
         if state is None or seed_length != self._seed_length or end < self._end:
-            state, tail = _Folding(), islice(events, seed_length, end)
+            state, tail = FoldState(), islice(events, seed_length, end)
+            self._result = None
         elif end == self._end:
-            return self._result
+            return state
         else:  # index the new events only: islice would walk the whole prefix
             tail = map(events.__getitem__, range(self._end, end))
         self._state = None  # nothing half-applied survives a failure
         _apply_events(state, tail)
-        self._result = state.result()
         self._state, self._seed_length, self._end = state, seed_length, end
+        return state
+
+    def __call__(self, events: Sequence[LoggedEvent], seed_length: int) -> Fold:
+        state = self.state(events, seed_length)
+        if self._result is None or self._result_end != self._end:
+            self._result, self._result_end = state.result(), self._end
         return self._result
+
+
+def _candidate(data: object) -> object:
+    """The payload about to be appended, as ``decode_checked`` takes it."""
+    return dict(data) if isinstance(data, Mapping) else data
 
 
 def check_append(events: Sequence[LoggedEvent], seed_length: int, data: object) -> None:
     """Raise ``ScheduleLogError`` unless ``events`` plus the candidate payload fold (schedule §6.4).
 
-    ``data`` is the payload about to be appended (a mapping, a parsed value or raw bytes).
+    ``data`` is the payload about to be appended (a mapping, a parsed value or raw bytes). The
+    log is folded first, so a log that does not fold fails with its own error. Each call folds
+    the whole suffix; ``ScheduleGuard`` answers the same at amortised O(1).
     """
-    state = _fold_into(events, seed_length)
-    state.apply(*decode_checked(dict(data) if isinstance(data, Mapping) else data))
+    _fold_into(events, seed_length).validate(*decode_checked(_candidate(data)))
 
 
-# --- the decision (schedule §7.2) ----------------------------------------------------------
+class _Log(Protocol):
+    """What the guard reads of a session: ``eventlog.Session`` and ``SessionHandle`` fit."""
+
+    @property
+    def events(self) -> Sequence[LoggedEvent]: ...
+
+    @property
+    def seed_length(self) -> int: ...
 
 
-def decide(active: Sequence[Record], now: int) -> OneShot | EveryBatch | Wait:
-    """What is due at ``now`` (epoch ms) among ``active`` (in create order).
+class ScheduleGuard:
+    """``check_append`` of one append-only session log at amortised O(1) per check.
 
-    A due one-shot wins alone: the earliest by (``scheduledAt``, create position). Else all
-    due every records form one batch ordered by (current ``scheduledAt``, create position),
-    each with its latest occurrence ``<= now``. Else ``Wait`` for the earliest target.
-    Raises ``ValueError`` if ``now`` is not a safe integer and ``ScheduleLogError`` if a due
-    every record cannot be resolved at ``now`` (e.g. ``now`` beyond year 9999).
+    ``check(events, seed_length, data)`` raises exactly what ``check_append(events,
+    seed_length, data)`` raises, and nothing when it returns: it folds the suffix once, on the
+    first check, and afterwards decodes only the events appended since the previous check
+    (other event types cost one comparison each) before validating the candidate against the
+    fold without changing it. So a refused candidate, or one a later guard refuses, leaves
+    nothing behind: the guard reads the log, not its own guesses.
+
+    As an append guard of ``eventlog.Session`` for ``schedule/change`` (which calls
+    ``guard(session, data)`` before committing the event)::
+
+        session.add_append_guard("schedule/change", schedule.ScheduleGuard())
+
+    One instance serves one log. On a log whose suffix does not fold, every check fails like
+    ``check_append`` and refolds (the fold keeps nothing after a failure).
     """
-    t_now = safe_int(now)
-    if t_now is None:
-        raise ValueError(f"the decision time must be a safe integer, not {now!r}")
-    one_shot: Record | None = None
-    one_shot_at = 0
-    due: list[tuple[int, int, EveryRecord]] = []
-    earliest: int | None = None
-    for position, record in enumerate(active):
-        target = parse_instant(record.scheduled_at)
-        if target > t_now:
-            if earliest is None or target < earliest:
-                earliest = target
-        elif type(record) is EveryRecord:
-            due.append((target, position, record))
-        elif one_shot is None or target < one_shot_at:
-            one_shot, one_shot_at = record, target
-    if one_shot is not None:
-        return OneShot(one_shot)
-    if due:
-        due.sort(key=lambda item: (item[0], item[1]))
-        items = tuple(
-            (record, _resolve(target, record.every_seconds, t_now)[0])
-            for target, _, record in due
-        )
-        return EveryBatch(items, format_instant(t_now))
-    return Wait(earliest)
+
+    __slots__ = ("_folded",)
+
+    def __init__(self) -> None:
+        self._folded = IncrementalFold()
+
+    def check(self, events: Sequence[LoggedEvent], seed_length: int, data: object) -> None:
+        """Raise ``ScheduleLogError`` unless the candidate payload ``data`` would fold after
+        ``events[seed_length:]``; see ``check_append``."""
+        state = self._folded.state(events, seed_length)
+        state.validate(*decode_checked(_candidate(data)))
+
+    def __call__(self, session: _Log, data: object) -> None:
+        """``check(session.events, session.seed_length, data)``: the append-guard signature."""
+        self.check(session.events, session.seed_length, data)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from eventlog.values import compact_json, format_instant
 
-from ._fold import EveryBatch
+from ._decide import EveryBatch
 from ._records import Record
 
 

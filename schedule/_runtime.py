@@ -17,13 +17,14 @@ import trio
 
 from eventlog.values import Clock, compact_json
 
+from ._decide import EveryBatch, OneShot, Wait
 from ._diagnostics import Failure, describe, failing_as, schedule_logger
 from ._errors import AgentBusy
-from ._fold import EveryBatch, IncrementalFold, OneShot, Wait, decide
+from ._fold import FoldState, IncrementalFold
 from ._framing import frame_batch, frame_one_shot
 from ._protocols import AgentPort, SessionHandle
 from ._queue import ScheduleQueue
-from ._records import CHANGE_TYPE, Dispatch, Record, change_to_dict
+from ._records import CHANGE_TYPE, Dispatch, change_to_dict
 
 DEFAULT_SEGMENT_MS = 60_000
 
@@ -241,12 +242,12 @@ class ScheduleRuntime:
 
     # -- steps shared by the drive and the maintenance task ------------------------------------
 
-    def _fold(self) -> tuple[Record, ...]:
-        """The active records of the suffix; any failure (a corrupt or unreadable log) faults."""
+    def _fold(self) -> FoldState:
+        """The fold of the suffix, caught up; any failure (a corrupt or unreadable log) faults."""
         with failing_as("corrupt schedule log", faults=True):
-            return self._folded(self._session.events, self._session.seed_length).active
+            return self._folded.state(self._session.events, self._session.seed_length)
 
-    def _decide_or_arm(self, active: tuple[Record, ...]) -> OneShot | EveryBatch | None:
+    def _decide_or_arm(self, folded: FoldState) -> OneShot | EveryBatch | None:
         """Sample the wall clock once and decide what is due.
 
         ``Wait(target)`` arms the timer for ``min(target - now, segment_ms)`` from this sample
@@ -255,7 +256,7 @@ class ScheduleRuntime:
         """
         with failing_as("decision failed"):
             now = self._clock.now_ms()
-            decision = decide(active, now)
+            decision = folded.decide(now)
         if not isinstance(decision, Wait):
             return decision
         if decision.target is not None:

@@ -15,10 +15,13 @@ from schedule import (
     ScheduleLogError,
     Wait,
     decide,
+    fold,
     format_instant,
     parse_instant,
     resolve_every,
 )
+from schedule._fold import IncrementalFold
+from tests.schedule import changelog as cl
 
 MAX_SAFE = 2**53 - 1
 
@@ -178,3 +181,34 @@ def test_due_every_beyond_year_9999_fails_the_decision() -> None:
     # a due one-shot still wins without resolving anything
     shot = AtRecord("b", "p", "9999-12-31T23:59:00.000Z")
     assert decide((record, shot), MAX_MS + 1) == OneShot(shot)
+
+
+# --- the fold state's agenda (the runtime's decision) ------------------------------------------
+
+
+def test_the_agenda_decides_like_decide_through_long_churn() -> None:
+    """Hundreds of advances and removals leave most agenda entries stale; the heaps drop them
+    and are rebuilt, and every decision on the way equals ``decide`` over the folded records."""
+    start = ms("2027-01-10T08:00:00.000Z")
+    payloads = [cl.every(f"e{i}", format_instant(start + i * 1000), seconds=300 + i) for i in range(3)]
+    payloads += [cl.at(f"s{i}", format_instant(start + 7_000 + i)) for i in range(60)]
+    events = cl.log(*payloads)
+    incremental = IncrementalFold()
+    state = incremental.state(events, 0)
+    checked = 0
+    for round_ in range(200):
+        active = fold(events, 0).active
+        for now in (start - 1, start + 6_999, start + 7_000 + round_ // 4, start + 10**9):
+            assert state.decide(now) == decide(active, now)
+            checked += 1
+        record = active[round_ % len(active)]
+        if type(record) is EveryRecord:
+            accepted = format_instant(parse_instant(record.scheduled_at) + (round_ % 3) * 1000)
+            events += cl.log(cl.dispatch(record.id, accepted))
+        elif round_ % 2:
+            events += cl.log(cl.delete(record.id))
+        else:
+            events += cl.log(cl.dispatch(record.id))
+        state = incremental.state(events, 0)
+    assert checked == 800
+    assert state.everies is not None and len(state.everies) <= 2 * len(state.active) + 32

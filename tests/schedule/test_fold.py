@@ -13,6 +13,7 @@ from schedule import (
     AtRecord,
     EveryRecord,
     Fold,
+    ScheduleGuard,
     ScheduleLogError,
     allocate_id,
     check_append,
@@ -328,3 +329,56 @@ def test_check_append_refuses_corrupting_candidates(candidate: dict, message: st
 def test_check_append_refuses_on_an_already_corrupt_log() -> None:
     with pytest.raises(ScheduleLogError):
         check_append(cl.log(cl.delete("x")), 0, cl.at("a", T1))
+
+
+# --- the incremental append guard -----------------------------------------------------------------
+
+
+ACCEPTED = [cl.at("c", T2), cl.delete("a"), cl.dispatch("a"), cl.dispatch("b", T2)]
+REFUSED = [
+    (cl.at("a", T2), 'schedule id "a" was reused'),
+    (cl.delete("z"), 'schedule delete targets inactive id "z"'),
+    (cl.dispatch("a", T1), "one-shot dispatch must not contain acceptedAt"),
+    (cl.dispatch("b"), "every dispatch must contain acceptedAt"),
+    (cl.dispatch("b", "2027-01-10T08:59:59.999Z"), "every dispatch cannot precede the active scheduledAt"),
+]
+
+
+def test_schedule_guard_refuses_and_accepts_like_check_append_and_keeps_nothing_it_refused() -> None:
+    events = cl.log(cl.at("a", T1), cl.every("b", T1))
+    guard = ScheduleGuard()
+    for candidate, message in REFUSED:
+        with pytest.raises(ScheduleLogError) as err:
+            guard.check(events, 0, candidate)
+        assert err.value.message == message
+    for candidate in ACCEPTED:  # nothing refused above entered the guard's fold
+        guard.check(events, 0, candidate)
+    events += cl.log(cl.delete("a"))  # appended: the next check sees it
+    with pytest.raises(ScheduleLogError, match='^schedule delete targets inactive id "a"$'):
+        guard.check(events, 0, cl.delete("a"))
+    with pytest.raises(ScheduleLogError, match='^schedule id "a" was reused$'):
+        guard.check(events, 0, cl.at("a", T2))
+    guard.check(events, 3, cl.at("a", T2))  # another seed length starts over: a fork child's suffix
+
+
+def test_schedule_guard_has_the_append_guard_signature_and_reads_the_session_each_time() -> None:
+    class Session:
+        def __init__(self) -> None:
+            self.events = cl.log(cl.at("a", T1))
+            self.seed_length = 0
+
+    session, guard = Session(), ScheduleGuard()
+    guard(session, cl.delete("a"))
+    session.events = session.events + cl.log(cl.delete("a"))  # a new sequence with the same prefix
+    with pytest.raises(ScheduleLogError, match="inactive"):
+        guard(session, cl.delete("a"))
+
+
+def test_schedule_guard_on_a_corrupt_log_fails_every_check_like_check_append() -> None:
+    events = cl.log(cl.delete("x"))
+    guard = ScheduleGuard()
+    for _ in range(2):
+        with pytest.raises(ScheduleLogError, match='^schedule delete targets inactive id "x"$'):
+            guard.check(events, 0, cl.at("a", T1))
+    with pytest.raises(ScheduleLogError, match="seedLength"):
+        guard.check(events, 2, cl.at("a", T1))

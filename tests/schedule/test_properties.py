@@ -20,11 +20,13 @@ from schedule import (
     AtRecord,
     EveryRecord,
     Fold,
+    ScheduleGuard,
     ScheduleInputError,
     ScheduleLogError,
     canonicalize_time_zone,
     check_append,
     create_at,
+    decide,
     decode_change,
     fold,
     format_instant,
@@ -32,7 +34,7 @@ from schedule import (
 )
 from schedule._fold import IncrementalFold
 from tests.schedule import changelog as cl
-from tests.schedule.changelog import BrokenEv, Ev
+from tests.schedule.changelog import BrokenEv, Ev, RawEv
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NAMES = sorted(zoneinfo.available_timezones())
@@ -168,6 +170,94 @@ def test_incremental_fold_equals_the_full_fold(data: st.DataObject) -> None:
         log = log + complete[len(log): len(log) + data.draw(st.integers(1, 5), label="chunk")]
     if not corrupt:
         assert incremental(log, seed) == expected
+
+
+# --- the incremental guard against check_append (schedule §6.4) ------------------------------
+
+GUARD_IDS = ["a", "b", "schedule-1", "é"]
+
+
+def _candidate(data: st.DataObject) -> object:
+    """A ``schedule/change`` payload about to be appended: valid or not, as a dict or raw bytes."""
+    rid = data.draw(st.sampled_from(GUARD_IDS), label="id")
+    at = format_instant(BASE + data.draw(st.integers(-10**6, 10**7), label="offset"))
+    payload = data.draw(st.sampled_from([
+        cl.after(rid, at), cl.at(rid, at), cl.every(rid, at), cl.delete(rid), cl.dispatch(rid),
+        cl.dispatch(rid, at), {"version": 2, "operation": "delete", "id": rid}, [rid],
+    ]), label="payload")
+    return json.dumps(payload).encode() if data.draw(st.booleans(), label="raw") else payload
+
+
+def _other_event(data: st.DataObject) -> Ev | BrokenEv:
+    """An event the host appends between changes; rarely one that corrupts the log."""
+    return data.draw(st.sampled_from(
+        [Ev("turn/start", {"turn": 1}), Ev("user/message", {"role": "user"}), Ev("step/end", {})] * 3
+        + [Ev("schedule/change", {"version": 2}), BrokenEv()]), label="other")
+
+
+@SETTINGS
+@given(st.data())
+def test_the_guard_answers_what_check_append_answers_at_every_step(data: st.DataObject) -> None:
+    """Random valid and invalid candidates, appended when ``check_append`` accepts them, with
+    other events (and the odd corrupt one) in between: ``ScheduleGuard.check`` gives the same
+    outcome as ``check_append`` at every step, through refusals and after corruption."""
+    seed = data.draw(st.integers(0, 2), label="seed")
+    log: list[Ev | RawEv | BrokenEv] = [Ev("schedule/change", {"version": 7}), Ev("turn/start", {})][:seed]
+    guard = ScheduleGuard()
+    for _ in range(data.draw(st.integers(1, 40), label="steps")):
+        if data.draw(st.integers(0, 4), label="other?") == 0:
+            log.append(_other_event(data))
+            continue
+        candidate = _candidate(data)
+        expected = _outcome(functools.partial(check_append, log, seed, candidate))
+        assert _outcome(functools.partial(guard.check, log, seed, candidate)) == expected
+        if expected is None:
+            text = candidate if isinstance(candidate, bytes) else json.dumps(candidate).encode()
+            log.append(RawEv("schedule/change", text))
+
+
+# --- the fold state's decision against decide (schedule §7.2) --------------------------------
+
+
+def _decision(fn: Callable[[], object]) -> object:
+    try:
+        return fn()
+    except (ScheduleLogError, ValueError) as exc:
+        return type(exc), str(exc)
+
+
+def _now(data: st.DataObject, active: tuple[AfterRecord | AtRecord | EveryRecord, ...]) -> object:
+    """A decision time near the targets of ``active`` (before, at, after, far after), or one
+    that makes the decision fail."""
+    targets = [parse_instant(r.scheduled_at) for r in active] or [BASE]
+    target = data.draw(st.sampled_from(targets), label="near")
+    return data.draw(st.sampled_from([target - 1, target, target + 1, target + 10**6, target + 10**10,
+                                      MAX_MS, MAX_MS + 1, float(target), 1.5, True]), label="now")
+
+
+@SETTINGS
+@given(st.data())
+def test_the_fold_state_decides_what_decide_decides(data: st.DataObject) -> None:
+    """``IncrementalFold.state(...).decide(now)``, the runtime's decision from targets parsed
+    once, equals ``decide(fold(...).active, now)`` (the public decision, which parses every
+    record) for every prefix of random histories and decision times, errors included."""
+    payloads, _ = _history(data)
+    events = cl.log(*payloads, raw=data.draw(st.booleans(), label="raw"))
+    incremental = IncrementalFold()
+    end = 0
+    while True:
+        state = incremental.state(events[:end], 0)
+        active = fold(events[:end], 0).active
+        for _ in range(data.draw(st.integers(0, 3), label="decisions")):
+            now = _now(data, active)
+            assert _decision(functools.partial(state.decide, now)) == _decision(
+                functools.partial(decide, active, now))
+        if data.draw(st.booleans(), label="show?"):  # a shown fold refreshes moved records
+            assert incremental(events[:end], 0).active == active
+        if end == len(events):
+            break
+        end += data.draw(st.integers(1, 5), label="chunk")
+        end = min(end, len(events))
 
 
 # --- local wall time round trips ------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The tools and the runtime over a real ``eventlog`` session in a temporary directory.
 
 Real files, real fsync; the wall clock (also eventlog's clock) is derived from a mock trio clock.
-Wired as the host does it (schedule §9, host §5.2), including the optional append guard.
+Wired as the host does it (schedule §9, host §5.2), including the optional append guard
+(the incremental ``ScheduleGuard``).
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 import trio
 from trio.testing import MockClock
 
 import eventlog
 from eventlog import fileio
-from schedule import check_append, compact_json
+from schedule import ScheduleGuard, ScheduleLogError, compact_json
 
 from .doubles import TrioWallClock
 from .runtime_rig import EPOCH, Live, live
@@ -42,9 +44,7 @@ async def live_session(
 ) -> AsyncIterator[tuple[eventlog.Session, Live]]:
     opened = store.create(id=id) if create else store.open(id)
     async with opened as session:
-        session.add_append_guard(
-            "schedule/change", lambda s, d: check_append(s.events, s.seed_length, d)
-        )
+        session.add_append_guard("schedule/change", ScheduleGuard())
         async with live(session, clock, serve=5.0) as rt:
             yield session, rt
 
@@ -130,3 +130,23 @@ async def test_data_eventlog_refuses_is_an_internal_error(
         result = await rt.tools.schedule_create({"prompt": "bad \ud800", "after_seconds": 90}, caller=rt.agent)
         assert result == {"code": "internal_error", "message": "The schedule operation failed."}
         assert await rt.tools.schedule_list({}, caller=rt.agent) == []
+
+
+async def test_the_guard_refuses_a_corrupting_change_and_nothing_is_recorded(
+    autojump_clock: MockClock, tmp_path: Path
+) -> None:
+    clock = TrioWallClock(EPOCH)
+    store = eventlog.SessionStore(tmp_path, clock=clock)
+    async with live_session(store, clock, id="main", create=True) as (session, rt):
+        await rt.tools.schedule_create({"prompt": "stretch", "after_seconds": 90}, caller=rt.agent)
+        before = session.next_seq
+        delete = {"version": 1, "operation": "delete", "id": "schedule-1"}
+        session.append("schedule/change", delete)
+        with pytest.raises(ScheduleLogError, match='^schedule delete targets inactive id "schedule-1"$'):
+            session.append("schedule/change", delete)  # the same delete again would corrupt the log
+        with pytest.raises(ScheduleLogError, match='^schedule id "schedule-1" was reused$'):
+            session.append("schedule/change", {"version": 1, "operation": "create", "schedule": {
+                "id": "schedule-1", "kind": "at", "prompt": "p", "scheduledAt": "2027-01-11T00:00:00.000Z"}})
+        assert session.next_seq == before + 1
+        await session.flush()
+    assert [c["operation"] for c in changes_on_disk(store.path("main"))] == ["create", "delete"]
