@@ -33,7 +33,7 @@ import math
 import os
 import random
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -45,6 +45,7 @@ import trio.lowlevel
 import trio.testing
 
 from eventlog import Event, LogSnapshot, read_log
+from eventlog.scan import Scanner
 from host.models import ScriptedAdapter
 from host.runtime import (
     Adapters,
@@ -344,43 +345,30 @@ async def _run_due_tasks() -> None:
 
 def _cut(path: Path, last_seq: int, torn_tail: bool) -> None:
     """Cut a session file back so its last event is ``last_seq`` (a file with no surviving event
-    is removed, as it was never published); optionally leave half of the next record."""
+    is removed, as it was never published); optionally leave half of the first lost record.
+
+    The record boundaries are eventlog's: its scanner reads the file a line at a time and says
+    which events each record completes (a deepseek-harness row stands for several), and the cut
+    falls after the last record whose events all survive.
+    """
     if not path.exists():
         return
-    data = path.read_bytes()
     if last_seq < 0:
         path.unlink()
         return
-    end = data.index(b"\n") + 1
+    scanner = Scanner(path)
+    end = 0
     lost = b""
-    for line in _records(data[end:]):
-        if _last_seq(line) > last_seq:
+    for line in path.read_bytes().splitlines(keepends=True):
+        if any(event.seq > last_seq for event in scanner.feed(line)):
             lost = line
             break
-        end += len(line)
+        end = scanner.committed_bytes
     with open(path, "r+b") as file:
         file.truncate(end)
         if torn_tail and lost:
             file.seek(end)
             file.write(lost[: max(1, (len(lost) - 1) // 2)])
-
-
-def _records(data: bytes) -> Iterable[bytes]:
-    start = 0
-    while start < len(data):
-        stop = data.find(b"\n", start)
-        stop = len(data) if stop < 0 else stop + 1
-        yield data[start:stop]
-        start = stop
-
-
-def _last_seq(record: bytes) -> int:
-    """The last seq a record stands for (an event, or a packed chunk row's last member)."""
-    value = msgspec.json.decode(record)
-    if "seq" in value:
-        return value["seq"]
-    members = value["data"].get("texts") or value["data"].get("args") or ()
-    return value["seq0"] + len(members) - 1
 
 
 @asynccontextmanager

@@ -23,7 +23,7 @@ import trio
 
 import schedule
 import timecontext
-from eventlog import SystemClock
+from eventlog.values import SystemClock
 from host.models import (
     PROVIDERS,
     ModelAdapters,

@@ -22,6 +22,7 @@ import trio
 
 import schedule
 from eventlog import Event, EventLogError, SessionStore, read_log
+from eventlog.values import compact_json
 from host.models import ScriptedAdapter
 from host.runtime import (
     EventAppended,
@@ -161,7 +162,7 @@ async def run_demo(
             "dispatches": verdict.dispatches,
             "ok": True,
         }
-        out.write(schedule.compact_json(result) + "\n")
+        out.write(compact_json(result) + "\n")
         return 0
     say(f"restarted: {replayed} events replayed, 0 active reminders, 1 dispatch (no second dispatch)")
     say()

@@ -13,6 +13,7 @@ from eventlog import Event
 from host.runtime import HostError
 from host.testing import Harness, open_harness
 from schedule import format_instant
+from tests.fixture_paths import FIXTURES
 from tests.host.loop_support import B, dispatches, of_type, script, texts
 
 DAY_MS = 86_400_000
@@ -217,3 +218,17 @@ async def test_the_readme_example(tmp_path, autojump_clock) -> None:
         await h.settle()
         dispatches = [e for e in h.events("main", "schedule/change") if e["data"]["operation"] == "dispatch"]
         assert len(dispatches) == 1
+
+
+@pytest.mark.parametrize(("keep", "survivors", "lines"), [(5, [0, 1, 2, 3], 5), (6, [0, 1, 2, 3, 4, 5, 6], 6)])
+async def test_a_crash_cuts_at_record_boundaries_of_packed_rows(tmp_path, autojump_clock, keep, survivors, lines) -> None:
+    """A record of several events (a deepseek-harness chunk row, seqs 4-6 here) survives a cut
+    whole or not at all: the harness cuts where eventlog's reader says the records end."""
+    original = (FIXTURES / "packed-1.jsonl").read_bytes()
+    (tmp_path / "packed-1.jsonl").write_bytes(original)
+    async with open_harness(tmp_path) as h:
+        await h.start()
+        await h.resume("packed-1")
+        await h.crash(keep={"packed-1": keep})
+        assert [e.seq for e in h.read("packed-1").events] == survivors
+        assert (tmp_path / "packed-1.jsonl").read_bytes() == b"".join(original.splitlines(keepends=True)[:lines])
