@@ -145,7 +145,8 @@ class Harness:
         if self._host is not None:
             raise RuntimeError("a host is already running: stop() or crash() it first")
         self._crashed = trio.Event()
-        return await self._nursery.start(self._run_host)
+        host: Host = await self._nursery.start(self._run_host)
+        return host
 
     async def _run_host(self, *, task_status: trio.TaskStatus[Host] = trio.TASK_STATUS_IGNORED) -> None:
         stop, done = trio.Event(), trio.Event()

@@ -202,9 +202,8 @@ class Display:
         elif isinstance(value, EventAppended):
             if value.session_id == self.session_id:
                 self._event(value.event)
-        elif isinstance(value, StatusChanged):
-            if value.session_id == self.session_id and value.status == "idle":
-                self.prompt()
+        elif isinstance(value, StatusChanged) and value.session_id == self.session_id and value.status == "idle":
+            self.prompt()
 
     def _delta(self, chunk: Chunk) -> None:
         if isinstance(chunk, TextDelta) and chunk.text:
@@ -322,9 +321,8 @@ class _Chat:
                 self.display.user_entered()
                 if await self.handle(raw.decode("utf-8", "replace").strip()):
                     return
-        if pending.strip():
-            if await self.handle(pending.decode("utf-8", "replace").strip()):
-                return
+        if pending.strip() and await self.handle(pending.decode("utf-8", "replace").strip()):
+            return
         await self.live.agent.when_idle()
         # Ctrl-D leaves the cursor after the "> " marker: what follows starts a fresh line.
         self.finish(0)

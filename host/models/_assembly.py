@@ -172,14 +172,30 @@ async def run_attempt(
     violations become ``ADAPTER_ERROR``; the stream is closed after the ``finish``. Cancellation
     propagates."""
     try:
+        return await _attempt(adapter, request, on_chunk)
+    except _AdapterRaised as raised:
+        return Failed(adapter_failure(raised.exc))
+
+
+class _AdapterRaised(Exception):
+    """What the adapter's own code raised (``exc``): the terminal ``ADAPTER_ERROR``."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+
+async def _attempt(adapter: ModelAdapter, request: ModelRequest, on_chunk: Callable[[Chunk], None] | None) -> Outcome:
+    try:
         iterator = aiter(adapter.stream(request))
     except Exception as exc:
-        return Failed(adapter_failure(exc))
+        raise _AdapterRaised(exc) from exc
     try:
         outcome = await _consume(iterator, Assembler(turn=request.turn, step=request.step), on_chunk)
     except BaseException:
-        # Cancellation or an observer's bug: close the stream, but what is propagating is the
-        # cause worth reporting, not a second failure of the adapter's cleanup.
+        # The adapter raised, an observer has a bug, or the attempt is cancelled: close the
+        # stream, but what is propagating is the cause worth reporting, not a second failure of
+        # the adapter's cleanup.
         with suppress(Exception):
             await _close(iterator)
         raise
@@ -188,7 +204,9 @@ async def run_attempt(
     except Exception as exc:
         # Closing is part of the adapter's stream: raising there is an adapter failure too (host
         # §6.1), unless the attempt had already failed for a reason of its own.
-        return outcome if isinstance(outcome, Failed) else Failed(adapter_failure(exc))
+        if isinstance(outcome, Failed):
+            return outcome
+        raise _AdapterRaised(exc) from exc
     return outcome
 
 
@@ -202,7 +220,7 @@ async def _consume(
         except StopAsyncIteration:
             break
         except Exception as exc:
-            return Failed(adapter_failure(exc))
+            raise _AdapterRaised(exc) from exc
         try:
             chunk = as_chunk(item)
             assembler.feed(chunk)

@@ -74,6 +74,14 @@ class _Prompt:
     replied: bool = False
 
 
+class _HandlerBug(Exception):
+    """An exception a handler did not mean (``exc``): a bug, answered with ``internal``."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+
 NO_REPLY: Any = object()
 """What a handler returns when its reply is sent some other way (or later)."""
 
@@ -213,12 +221,12 @@ class Connection:
                 self.send(result_frame(request.id, result))
         except HostError as exc:
             self.send(error_frame(request.id, exc))
-        except Exception as exc:  # a bug: the traceback to stderr, `internal` to the client
+        except _HandlerBug as bug:  # the traceback to stderr, `internal` to the client
             self._diagnostic(f"internal error in {request.method}:")
-            for text in traceback.format_exception(exc):
+            for text in traceback.format_exception(bug.exc):
                 for line in text.rstrip("\n").split("\n"):
                     self._diagnostic(line)
-            self.send(error_frame(request.id, internal(exc)))
+            self.send(error_frame(request.id, internal(bug.exc)))
         finally:
             once.started()
 
@@ -232,7 +240,12 @@ class Connection:
             raise unknown_method(request.method)
         if request.method != "session/prompt":
             once.started()
-        return await handler(self, request, once)
+        try:
+            return await handler(self, request, once)
+        except HostError:
+            raise
+        except Exception as exc:
+            raise _HandlerBug(exc) from exc
 
     # --- methods ----------------------------------------------------------------------------------
 

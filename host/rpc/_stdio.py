@@ -38,7 +38,7 @@ from ._wire import (
 
 EXIT_DRAIN_SECONDS = 0.5  # how long the final frames may take to leave after shutdown
 
-_log = logging.getLogger("host.rpc")
+_logger = logging.getLogger("host.rpc")
 
 
 class Server:
@@ -60,7 +60,7 @@ class Server:
     ) -> None:
         self.host = host
         self.max_line_bytes = max_line_bytes
-        self._diagnostic = diagnostic or (lambda line: _log.warning("%s", line))
+        self._diagnostic = diagnostic or (lambda line: _logger.warning("%s", line))
         self.connection = Connection(host, shutdown=self._shutdown_requested, diagnostic=self._diagnostic)
         self._exit_code: int | None = None
         self._stop = trio.Event()

@@ -36,7 +36,7 @@ from ._turns import (
 
 T = TypeVar("T")
 
-_log = logging.getLogger("host")
+_logger = logging.getLogger("host")
 
 
 class Agent:
@@ -194,13 +194,13 @@ class Agent:
                 except Exception:
                     # Even the turn's closing events could not be appended (e.g. a session that
                     # failed permanently): stop this activity; the next input wakes a new one.
-                    _log.exception('agent of session "%s": a turn could not be closed', self.id)
+                    _logger.exception('agent of session "%s": a turn could not be closed', self.id)
                     break
                 continue
             try:
                 await self._session.flush()
             except PersistenceError as exc:
-                _log.warning('session "%s": flush before idle failed (events stay pending): %s', self.id, exc)
+                _logger.warning('session "%s": flush before idle failed (events stay pending): %s', self.id, exc)
             if not self._inbox:
                 break
         self._gate.become_idle()

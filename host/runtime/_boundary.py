@@ -90,11 +90,11 @@ def check_session_id(session_id: object) -> str:
 def canonical_client_zone(value: object) -> str:
     """The stored form of a prompt's ``clientTimeZone`` (host.md §4.3.2 step 3): the canonical
     name, or :class:`HostError` ``invalid-time-zone`` carrying the value as received."""
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, str):
             return schedule.canonicalize_time_zone(value)
-        except Exception:
-            pass
+    except schedule.ScheduleInputError as exc:
+        raise HostError("invalid-time-zone", INVALID_TIME_ZONE_MESSAGE, value=value) from exc
     raise HostError("invalid-time-zone", INVALID_TIME_ZONE_MESSAGE, value=value)
 
 

@@ -46,7 +46,7 @@ from ._phases import AgentClosed
 from ._sessions import LiveSession, SessionRegistry, ShutdownReport, Wiring
 from ._turns import DEFAULT_MAX_RETRIES, DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, Route
 
-_log = logging.getLogger("host")
+_logger = logging.getLogger("host")
 _ABSENT: Any = object()
 
 
@@ -153,13 +153,14 @@ class Host:
         return self._store
 
     def _adapter(self, provider: str) -> ModelAdapter:
-        """The provider's adapter, or ``unknown-provider``."""
+        """The provider's adapter, or ``unknown-provider`` (whatever the source raised for it)."""
+        refusal = HostError("unknown-provider", f'no adapter registered for provider "{provider}"', provider=provider)
         try:
             adapter = self._adapters.get(provider)
-        except Exception:
-            adapter = None
+        except Exception as exc:
+            raise refusal from exc
         if adapter is None:
-            raise HostError("unknown-provider", f'no adapter registered for provider "{provider}"', provider=provider)
+            raise refusal
         return adapter
 
     def _default_model(self, provider: str, model: str | None) -> str | None:
@@ -213,7 +214,7 @@ class Host:
             try:
                 observer(value)
             except Exception:
-                _log.exception("host observer failed")
+                _logger.exception("host observer failed")
 
     # --- live sessions ----------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from ._turns import Route
 
 T = TypeVar("T")
 
-_log = logging.getLogger("host")
+_logger = logging.getLogger("host")
 
 
 def sole_exception(exc: BaseException) -> BaseException:
@@ -246,7 +246,7 @@ class SessionRegistry:
                 # session, so they must reach main (exit 130), never be logged as its failure.
                 raise
             if not isinstance(failure, PersistenceError):
-                _log.exception('live session "%s" failed', session_id)
+                _logger.exception('live session "%s" failed', session_id)
             live.flush_error = live.flush_error or f"{failure}"
         finally:
             if live is not None:

@@ -372,10 +372,23 @@ async def execute(registry: ToolRegistry, name: str, raw_arguments: str, ctx: To
     except ToolArgumentsError as exc:
         return invalid_arguments_result(name, exc.detail)
     try:
-        value = await tool.call(arguments, ctx)
-    except Exception as exc:
-        return exception_result(name, exc)
+        return await _call(tool, arguments, ctx)
+    except _ToolRaised as raised:
+        return exception_result(name, raised.exc)
+
+
+class _ToolRaised(Exception):
+    """What a tool's own code raised (``exc``): the call's failure, reported as its result."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+
+async def _call(tool: Tool, arguments: Any, ctx: ToolContext) -> ToolOutcome:
+    """The tool's success; anything it raises, or a value that is not JSON (``TypeError``,
+    ``ValueError``) or too deep (``RecursionError``), is :class:`_ToolRaised`."""
     try:
-        return ToolOutcome.success(value)
-    except Exception as exc:  # not JSON (TypeError, ValueError), or too deep (RecursionError)
-        return exception_result(name, exc)
+        return ToolOutcome.success(await tool.call(arguments, ctx))
+    except Exception as exc:
+        raise _ToolRaised(exc) from exc

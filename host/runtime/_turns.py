@@ -64,7 +64,7 @@ DEFAULT_MAX_RETRIES = 5
 LLM_RETRY = "llm/retry"
 LLM_RETRY_STARTED = "llm/retry-started"
 
-_log = logging.getLogger("host")
+_logger = logging.getLogger("host")
 _ABORTS: dict[CancelCause, vocab.AbortReason] = {"user": vocab.AbortByUser(), "disposed": vocab.AbortDisposed()}
 
 
@@ -211,7 +211,7 @@ class TurnRunner:
                 try:
                     reason = await self._steps(turn, batch)
                 except Exception as exc:
-                    _log.exception('agent of session "%s": internal error in turn %d', self._session.id, turn.number)
+                    _logger.exception('agent of session "%s": internal error in turn %d', self._session.id, turn.number)
                     reason = error_reason(exception_text(exc), "INTERNAL")
             if turn.abort_cause is not None:  # set by cancel(), the only canceller of turn.scope
                 self._close_aborted(turn)
@@ -298,14 +298,10 @@ class TurnRunner:
             continuation=continuation,
             cancelled=turn.cancelled(),
         )
-        decision: Enter | Reject = Enter(tuple(batch))
         try:
-            for hook in self._hooks:
-                decision = hook.pre_step(pre, decision)
-                if not isinstance(decision, (Enter, Reject)):
-                    raise TypeError(f"pre-step hook {type(hook).__name__} returned {decision!r}")
-        except Exception as exc:
-            return error_reason(exception_text(exc), "PRE_STEP")
+            decision = _run_hooks(self._hooks, pre, Enter(tuple(batch)))
+        except _HookRaised as raised:
+            return error_reason(exception_text(raised.exc), "PRE_STEP")
         if isinstance(decision, Reject):
             return vocab.Blocked()
         return Enter(tuple(completed_message(m) for m in decision.messages))
@@ -456,6 +452,26 @@ class TurnRunner:
             flush=session.flush,
             now_ms=self._clock.now_ms,
         )
+
+
+class _HookRaised(Exception):
+    """What a pre-step hook raised or returned wrongly (``exc``): the turn ends as ``PRE_STEP``."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+
+def _run_hooks(hooks: Sequence[PreStepHook], pre: PreStep, decision: Enter | Reject) -> Enter | Reject:
+    """The hook chain in registration order, each hook given the previous one's decision."""
+    try:
+        for hook in hooks:
+            decision = hook.pre_step(pre, decision)
+            if not isinstance(decision, (Enter, Reject)):
+                raise TypeError(f"pre-step hook {type(hook).__name__} returned {decision!r}")
+    except Exception as exc:
+        raise _HookRaised(exc) from exc
+    return decision
 
 
 def _scan_log(events: Sequence[Event]) -> tuple[int, bool]:

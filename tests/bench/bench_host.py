@@ -50,7 +50,7 @@ def now_ms() -> float:
 
 def quantiles(values: list[float]) -> tuple[float, float, float]:
     ordered = sorted(values)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]
     return pick(0.50), pick(0.99), ordered[-1]
 
 

@@ -33,7 +33,7 @@ def turnlog(*args: str, env: dict[str, str] | None = None, stdin: str = "", cwd:
             module: bool = False) -> subprocess.CompletedProcess[str]:
     """``turnlog ARGS`` (or ``python -m host ARGS``) to completion, text in and out."""
     argv = [sys.executable, "-m", "host"] if module else [str(TURNLOG)]
-    return subprocess.run([*argv, *args], input=stdin, capture_output=True, text=True,
+    return subprocess.run([*argv, *args], input=stdin, check=False, capture_output=True, text=True,
                           env=env if env is not None else clean_env(), cwd=cwd, timeout=HANG_GUARD_S)
 
 

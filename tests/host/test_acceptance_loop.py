@@ -19,7 +19,7 @@ import re
 import shutil
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ import eventlog.fileio
 from eventlog import read_log
 from host.models import ModelRequest, OpenAIAdapter, ScriptedAdapter, parse_script
 from host.runtime import (
+    AgentClosed,
     ChildCreated,
     EventAppended,
     FunctionTool,
@@ -40,7 +41,7 @@ from host.runtime import (
     ToolSpec,
 )
 from host.testing import Harness, open_harness
-from schedule import AgentBusy, InvalidToolArguments
+from schedule import AgentBusy, InvalidToolArguments, ScheduleLogError
 from tests.fixture_paths import DSH_FIXTURES
 from tests.host.loop_support import (
     SCHEDULE_TOOLS,
@@ -175,7 +176,7 @@ def tool_result_data(turn: int, step: int, call_id: str, body: str, *, error: di
         "role": "user",
         "source": {"kind": "tool", "callId": call_id},
         "content": [{"type": "tool-result", "toolCallId": call_id, "isError": error is not None,
-                     "content": [text(body)]}],  # fmt: skip
+                     "content": [text(body)]}],
     }
     data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
     if error is not None:
@@ -206,7 +207,7 @@ def trace(h: Harness, start: int = 0) -> list[str]:
 
 def iso(ms: int) -> str:
     """schedule's UTC instant format, ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 class Recorder:
@@ -260,7 +261,7 @@ async def test_3_11_plain_text_turn(tmp_path, autojump_clock) -> None:
         env("user/message", u1, surface=True),
         env("request/header", header_data("initial")),
         env("assistant/message", {"turn": 1, "step": 1, "message": reply_msg(uid(), text("You said: hi"))},
-            surface=True),  # fmt: skip
+            surface=True),
         env("step/end", {"turn": 1, "step": 1}),
         env("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
     ]
@@ -286,7 +287,7 @@ async def test_3_11_tool_call_turn_then_reminder_follow_up(tmp_path, autojump_cl
     scheduled = iso(created_at + 5000)
     view = {"id": "schedule-1", "kind": "after", "prompt": "stretch", "afterSeconds": 5, "scheduledAt": scheduled}
     args = '{"prompt":"stretch","after_seconds":5}'
-    reading_src = lambda body: {  # noqa: E731
+    reading_src = lambda body: {
         "kind": "plugin", "plugin": "time-context", "form": "snapshot",
         "sections": [{"name": "time-context", "text": body}],
     }  # fmt: skip
@@ -328,12 +329,12 @@ async def test_3_11_tool_call_turn_then_reminder_follow_up(tmp_path, autojump_cl
         env("tool/call", {"turn": 1, "step": 1, "callId": "call-1-1-0", "name": "schedule_create", "arguments": args}),
         env("schedule/change", {"version": 1, "operation": "create", "schedule": view}),
         env("tool/result", tool_result_data(1, 1, "call-1-1-0", compact(
-            {**view, "state": "scheduled", "deliveryMode": "session-local"})), surface=True, sources=[8]),  # fmt: skip
+            {**view, "state": "scheduled", "deliveryMode": "session-local"})), surface=True, sources=[8]),
         env("step/end", {"turn": 1, "step": 1}),
         env("step/start", {"turn": 1, "step": 2}),
         env("user/message", user_msg(uid(), r2, reading_src(r2)), surface=True),
         env("assistant/message", {"turn": 1, "step": 2, "message": reply_msg(
-            uid(), text(f"Reminder schedule-1 is set for {scheduled}."))}, surface=True),  # fmt: skip
+            uid(), text(f"Reminder schedule-1 is set for {scheduled}."))}, surface=True),
         env("step/end", {"turn": 1, "step": 2}),
         env("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
         env("agent/inbox/spliced", receipt(u2)),
@@ -344,7 +345,7 @@ async def test_3_11_tool_call_turn_then_reminder_follow_up(tmp_path, autojump_cl
         env("user/message", u2, surface=True),
         env("user/message", user_msg(uid(), r3, reading_src(r3)), surface=True),
         env("assistant/message", {"turn": 2, "step": 1, "message": reply_msg(uid(), text("Reminder: stretch"))},
-            surface=True),  # fmt: skip
+            surface=True),
         env("step/end", {"turn": 2, "step": 1}),
         env("turn/end", {"turn": 2, "reason": {"kind": "completed"}}),
     ]
@@ -404,13 +405,15 @@ async def run_openai(tmp_path: Path, replies: list[bytes], *, uniform: Callable[
     async with trio.open_nursery() as nursery:
         await endpoint.serve(nursery)
         client = httpx.AsyncClient(trust_env=False)
-        async with OpenAIAdapter(base_url=endpoint.base_url, client=client) as adapter:
-            async with open_harness(tmp_path, adapters=lambda: {"openai": adapter}, provider="openai",
-                                    model="gpt-test", uniform=uniform) as h:  # fmt: skip
-                await h.start()
-                await h.prompt("main", "hi", rpc_id="r-1")
-                await h.settle()
-                events = lines(h, "main")
+        async with (
+            OpenAIAdapter(base_url=endpoint.base_url, client=client) as adapter,
+            open_harness(tmp_path, adapters=lambda: {"openai": adapter}, provider="openai", model="gpt-test",
+                         uniform=uniform) as h,
+        ):
+            await h.start()
+            await h.prompt("main", "hi", rpc_id="r-1")
+            await h.settle()
+            events = lines(h, "main")
         nursery.cancel_scope.cancel()
     return events
 
@@ -737,7 +740,7 @@ async def test_between_steps_only_steering_is_claimed(tmp_path, autojump_clock) 
         await h.prompt("main", "steer", mode="steer")
         await h.settle()
         events = lines(h, "main")
-    step2 = events[[e["seq"] for e in of_type(events, "step/end")][0] + 1 :]
+    step2 = events[of_type(events, "step/end")[0]["seq"] + 1 :]
     assert types(step2)[:3] == ["agent/inbox/spliced", "step/start", "user/message"]
     assert step2[0]["data"] == claim(1, "next-step") and step2[2]["data"]["content"] == [text("steer")]
     assert [e["data"]["turn"] for e in of_type(events, "turn/start")] == [1, 2]
@@ -811,7 +814,7 @@ async def test_run_maintenance_rules(tmp_path, autojump_clock) -> None:
         assert called == []
         await h.stop()
         assert not port.is_live
-        with pytest.raises(Exception):
+        with pytest.raises(AgentClosed):
             port.followup("late", source=SCHEDULE_SOURCE)
         with pytest.raises(AgentBusy):
             port.run_maintenance(lambda: called.append("closed"))
@@ -1414,7 +1417,7 @@ async def test_the_schedule_append_guard_refuses_a_corrupting_change(tmp_path, a
         live = await h.host.session("main")
         for data in ({"version": 1, "operation": "dispatch", "id": "schedule-9"},
                      {"version": 1, "operation": "delete", "id": "schedule-1"}):  # fmt: skip
-            with pytest.raises(Exception):
+            with pytest.raises(ScheduleLogError):
                 live.session.append("schedule/change", data)
         assert len(live.session.events) == 0
 

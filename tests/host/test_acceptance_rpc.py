@@ -444,7 +444,7 @@ def test_time_context_activity_zones_deltas_and_a_reminder(tmp_path: Path) -> No
         assert list(follow_up) == ["id", "role", "source", "content"]
         assert later[1]["params"]["event"]["data"] == {"version": 1, "operation": "dispatch", "id": "schedule-1"}
         assert later[2] == status("kitchen", "running")
-        assert [e["type"] for e in events_of(later[3:])][0] == "turn/start"
+        assert events_of(later[3:])[0]["type"] == "turn/start"
         assert events_of(later)[-1]["type"] == "turn/end" and later[-1] == status("kitchen", "idle")
         replies = [e for e in events_of(later) if e["type"] == "assistant/message"]
         assert replies[-1]["data"]["message"]["content"] == [{"type": "text", "text": "Reminder: stretch"}]
@@ -627,7 +627,7 @@ def test_errors_table_and_parameter_checks(tmp_path: Path) -> None:
             reply = s.reply(frame["id"])
             assert list(reply) == ["jsonrpc", "id", "error"] and list(reply["error"]) == ["code", "message", "data"]
             assert reply["error"]["code"] == -32603 and reply["error"]["data"] == data, (frame, reply)
-            assert list(reply["error"]["data"])[0] == "code"
+            assert next(iter(reply["error"]["data"])) == "code"
             if message is not None:
                 assert reply["error"]["message"] == message, (frame, reply)
             if data.get("field"):
@@ -973,7 +973,7 @@ def test_script_mode_cursor_tools_and_exhaustion(tmp_path: Path) -> None:
         assert turn[-1]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
         s.send(prompt("b1", "b", "hi"))  # one cursor for every session of the process
         turn = events_of(s.idle("b"))
-        assert [e for e in turn if e["type"] == "assistant/message"][0]["data"]["message"]["content"] == [
+        assert next(e for e in turn if e["type"] == "assistant/message")["data"]["message"]["content"] == [
             {"type": "reasoning", "text": "hmm"}, {"type": "text", "text": "second session"}]
         assert turn[-1]["data"] == {"turn": 1, "reason": {"kind": "max-tokens"}}
         s.send(prompt("a2", "a", "more"))

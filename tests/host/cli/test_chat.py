@@ -3,7 +3,6 @@ for reminders arriving while idle and for Ctrl-C."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import pty
@@ -11,7 +10,6 @@ import select
 import signal
 import subprocess
 import sys
-import termios
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ def chat(root: Path, *args: str, stdin: str, env: dict[str, str] | None = None) 
     return subprocess.run(
         [str(SCRIPT), "chat", "--root", str(root), *args],
         input=stdin,
+        check=False,
         capture_output=True,
         text=True,
         env={**base, "TZ": "UTC", **(env or {})},
@@ -199,6 +198,11 @@ def test_busy_session_is_a_one_line_error(tmp_path: Path) -> None:
 # --- a pseudo-terminal ---------------------------------------------------------------------------
 
 
+CONTROLLING_TTY = (
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 class Terminal:
     """``turnlog chat`` on a pseudo-terminal it has as its controlling terminal, so Ctrl-C
     typed on it is a SIGINT."""
@@ -206,14 +210,15 @@ class Terminal:
     def __init__(self, args: list[str]) -> None:
         master, slave = pty.openpty()
         env = {**os.environ, "TZ": "UTC"}
+        # The child leads a new session; a tiny launcher makes the terminal its controlling one
+        # and then becomes turnlog (no preexec_fn: the test process has threads).
         self.proc = subprocess.Popen(
-            [str(SCRIPT), "chat", *args],
+            [sys.executable, "-c", CONTROLLING_TTY, str(SCRIPT), "chat", *args],
             stdin=slave,
             stdout=slave,
             stderr=slave,
             env=env,
             start_new_session=True,
-            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
         )
         os.close(slave)
         self.master = master

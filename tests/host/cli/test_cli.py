@@ -28,7 +28,7 @@ def turnlog(*args: str, env: dict[str, str] | None = None, stdin: bytes | None =
     """The installed console script, as a user runs it."""
     base = {k: v for k, v in os.environ.items() if k not in ROOT_VARS and k != "TZ"}
     return subprocess.run(
-        [str(TURNLOG), *args], input=stdin, capture_output=True, env={**base, **(env or {})}, timeout=120
+        [str(TURNLOG), *args], input=stdin, check=False, capture_output=True, env={**base, **(env or {})}, timeout=120
     )
 
 
@@ -98,7 +98,7 @@ def test_demo_json_in_turnlog_home(tmp_path: Path) -> None:
 def test_demo_in_an_unusable_root_fails_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     done = turnlog("demo", "--seconds", "1", "--root", str(tmp_path / "file" / "root"))
-    out, err = _text(done)
+    _, err = _text(done)
     assert done.returncode == 1
     assert len(err.splitlines()) == 1 and err.startswith("turnlog: ")
 
@@ -116,10 +116,10 @@ def test_demo_interrupted_by_ctrl_c_exits_130_without_a_traceback(tmp_path: Path
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:
-            if raw.startswith("waiting 60 s".encode()):
+            if raw.startswith(b"waiting 60 s"):
                 break
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -309,7 +309,7 @@ async def test_numeric_request_id_is_stored_as_its_json_text(tmp_path: Path) -> 
         await s.wire.send(prompt(7, "main", "hi"))
         frames = await s.wire.idle("main")
     assert events_of(frames)[0]["data"]["inserted"][0]["source"] == {"kind": "user", "rpcId": "7"}
-    assert [f for f in frames if "result" in f][0]["id"] == 7
+    assert next(f for f in frames if "result" in f)["id"] == 7
 
 
 async def test_client_time_zone_is_canonicalised(tmp_path: Path) -> None:

@@ -11,7 +11,16 @@ import pytest
 import trio
 
 import eventlog.fileio
-from host.runtime import Agent, Delta, EventAppended, FunctionTool, StatusChanged, ToolError, ToolSpec
+from host.runtime import (
+    Agent,
+    AgentClosed,
+    Delta,
+    EventAppended,
+    FunctionTool,
+    StatusChanged,
+    ToolError,
+    ToolSpec,
+)
 from host.testing import Harness, open_harness
 from schedule import AgentBusy
 from tests.host.loop_support import (
@@ -764,7 +773,7 @@ async def test_after_shutdown_the_port_is_not_live_and_refuses_input(tmp_path, a
         live = await h.host.session("main")
         await h.stop()
         assert not live.agent.port.is_live
-        with pytest.raises(Exception):
+        with pytest.raises(AgentClosed):
             live.agent.port.followup("late", source={"kind": "plugin", "plugin": "schedule"})
         with pytest.raises(AgentBusy):
             live.agent.port.run_maintenance(lambda: None)

@@ -52,7 +52,7 @@ async def test_one_shot_is_dispatched_exactly_once_across_clean_restarts(tmp_pat
     assert dispatches(fired) == [{"version": 1, "operation": "dispatch", "id": "schedule-1"}]
     dispatch = of_type(fired, "schedule/change")[1]
     assert dispatch["time"] == B + 60_000  # on time by the virtual wall clock
-    assert [texts(m) for m in reminder_messages(fired)][0].endswith('reminder_prompt_json: "stretch"')
+    assert texts(reminder_messages(fired)[0]).endswith('reminder_prompt_json: "stretch"')
     # later restarts neither re-deliver nor make a model request
     assert final[len(fired) :] == []
     assert [e["data"]["turn"] for e in of_type(final, "turn/start")] == [1, 2]

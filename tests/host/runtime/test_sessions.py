@@ -4,6 +4,7 @@ clientTimeZone admission table, refusals that append nothing, and one writer per
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import subprocess
@@ -206,11 +207,14 @@ async def test_a_session_open_in_another_process_is_busy_and_untouched(tmp_path,
         await one_turn(h, "main")
         await h.stop()
     before = (tmp_path / "main.jsonl").read_bytes()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(tmp_path), "main"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        cwd=Path(__file__).resolve().parents[3],
+    holder = await trio.to_thread.run_sync(
+        functools.partial(
+            subprocess.Popen,
+            [sys.executable, "-c", HOLD_LOCK, str(tmp_path), "main"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=Path(__file__).resolve().parents[3],
+        )
     )
     try:
         assert (await trio.to_thread.run_sync(holder.stdout.readline)).strip() == b"ready"
@@ -361,10 +365,10 @@ async def test_fork_refusals_carry_eventlog_messages(tmp_path, autojump_clock) -
         host = await h.start()
         await one_turn(h, "main")
         cases = [
-            (dict(parent="main", boundary_seq=3), "open-turn", 'fork boundary 3 in session "main" ends inside open turn 1'),
-            (dict(parent="main", boundary_seq=99), "invalid-boundary", None),
-            (dict(parent="ghost"), "session-not-found", 'session "ghost" not found'),
-            (dict(parent="main", child_id="main"), "session-exists", 'session "main" already exists'),
+            ({"parent": "main", "boundary_seq": 3}, "open-turn", 'fork boundary 3 in session "main" ends inside open turn 1'),
+            ({"parent": "main", "boundary_seq": 99}, "invalid-boundary", None),
+            ({"parent": "ghost"}, "session-not-found", 'session "ghost" not found'),
+            ({"parent": "main", "child_id": "main"}, "session-exists", 'session "main" already exists'),
         ]
         for kwargs, code, message in cases:
             parent = kwargs.pop("parent")
@@ -378,7 +382,7 @@ async def test_fork_refusals_carry_eventlog_messages(tmp_path, autojump_clock) -
 
 async def test_list_marks_live_sessions_and_skips_unreadable_files(tmp_path, autojump_clock) -> None:
     async with open_harness(tmp_path) as h:
-        host = await h.start()
+        await h.start()
         await one_turn(h, "b")
         await trio.sleep(1)
         await one_turn(h, "a")
@@ -413,8 +417,7 @@ async def test_history_pages_live_and_cold_sessions(tmp_path, autojump_clock) ->
         assert (empty["events"], empty["nextSeq"], empty["done"]) == ([], 50, True)
         await h.stop()
         path = tmp_path / "main.jsonl"
-        with open(path, "ab") as file:
-            file.write(b'{"type":"turn/start","seq":9,')  # a torn final line
+        path.write_bytes(path.read_bytes() + b'{"type":"turn/start","seq":9,')  # a torn final line
         before = path.read_bytes()
         await h.start()
         cold = await h.host.history("main")
