@@ -1,6 +1,6 @@
 """Deterministic restart testing: run a host in process on virtual time, crash it, restart it.
 
-A :class:`Harness` runs a :class:`~host.app.Host` on ``trio.testing.MockClock(autojump_threshold=0)``
+A :class:`Harness` runs a :class:`~host.runtime.Host` on ``trio.testing.MockClock(autojump_threshold=0)``
 with a wall clock derived from trio time, so a 30-day reminder test runs in milliseconds and gives
 the same log every time. It drives prompts, advances virtual time, waits until every session is
 settled, stops cleanly or "crashes" (everything that was not durable is lost, locks are released,
@@ -153,7 +153,11 @@ class Harness:
         self._stop_host, self._host_done = stop, done
         try:
             async with open_host(
-                self.config, adapters=self._adapters(), clock=self.clock, hooks=self._hooks, uniform=self._uniform
+                self.config,
+                adapters=self._adapters(),
+                clock=self.clock,
+                hooks=self._hooks,
+                uniform=self._uniform,
             ) as host:
                 host.subscribe(self._observe)
                 self._host = host
@@ -169,7 +173,7 @@ class Harness:
         await self._host_done.wait()
 
     async def stop(self) -> ShutdownReport:
-        """Shut the host down cleanly (host.md §4.3.9): abort running turns as ``disposed``,
+        """Shut the host down cleanly (host §4.3.9): abort running turns as ``disposed``,
         keep queued input, flush and close every session."""
         report = await self.host.shutdown()
         await self._finish_host()

@@ -1,4 +1,4 @@
-"""``turnlog chat``: an interactive terminal assistant over an in-process host (host.md §7.2).
+"""``turnlog chat``: an interactive terminal assistant over an in-process host (host §7.2).
 
 The pure part renders what a person sees: tool calls (``· <name> <arguments>``), tool results
 (``· → <text>``), a turn that ended badly (``! <code>: <message>`` or ``! cancelled``) and reminder
@@ -202,7 +202,11 @@ class Display:
         elif isinstance(value, EventAppended):
             if value.session_id == self.session_id:
                 self._event(value.event)
-        elif isinstance(value, StatusChanged) and value.session_id == self.session_id and value.status == "idle":
+        elif (
+            isinstance(value, StatusChanged)
+            and value.session_id == self.session_id
+            and value.status == "idle"
+        ):
             self.prompt()
 
     def _delta(self, chunk: Chunk) -> None:
@@ -274,7 +278,7 @@ class _Held:
 
 
 def local_zone() -> str | None:
-    """This prompt's ``clientTimeZone``: the process zone by rules 1-3 of timecontext §8.2, or
+    """This prompt's ``clientTimeZone``: the process zone by rules 1-3 of time-context §8.2, or
     ``None`` (never a default)."""
     return timecontext.sampled_zone(os.environ, "/etc/localtime", schedule.canonicalize_time_zone)
 
@@ -449,7 +453,10 @@ async def _chat_session(
             nursery.cancel_scope.cancel()
         report = await host.shutdown()
     display.line(EXIT_LINE.format(id=sid))
-    err.writelines(f'turnlog: session "{failed_id}" could not be flushed: {message}\n' for failed_id, message in report.failed.items())
+    err.writelines(
+        f'turnlog: session "{failed_id}" could not be flushed: {message}\n'
+        for failed_id, message in report.failed.items()
+    )
     if report.failed:
         return 1
     return chat.exit_code

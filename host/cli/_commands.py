@@ -1,10 +1,9 @@
-"""The commands behind ``turnlog demo``, ``chat`` and ``serve`` (host.md §7): their flags,
-start-up checks and runners. The log commands are :mod:`host.logcommands`.
+"""The commands behind ``turnlog demo``, ``chat`` and ``serve`` (host §7): their flags,
+start-up checks and runners. The log commands are ``_logcommands``'.
 
-:mod:`host.cli` imports this module only once one of these commands is chosen, so ``turnlog
---help``, ``--version`` and the log commands start without loading the agent runtime. Start-up
-problems raise :class:`~host.cli.UsageError` (exit 2) or :class:`~host.cli.StartupError` (exit 1)
-before any output.
+``main`` imports this module only once one of these commands is chosen. Start-up problems raise
+:class:`~host.cli.UsageError` (exit 2) or :class:`~host.cli.StartupError` (exit 1) before any
+output.
 """
 
 from __future__ import annotations
@@ -88,7 +87,9 @@ def _add_model_flags(parser: argparse.ArgumentParser) -> None:
         help="model provider (default: openai when TURNLOG_BASE_URL is set, else scripted)",
     )
     group.add_argument("--model", metavar="M", help="model name (default: $TURNLOG_MODEL)")
-    group.add_argument("--script", metavar="FILE", help="JSONL script for the scripted model (or $TURNLOG_SCRIPT)")
+    group.add_argument(
+        "--script", metavar="FILE", help="JSONL script for the scripted model (or $TURNLOG_SCRIPT)"
+    )
     group.add_argument("--system", metavar="TEXT", help="system prompt ('' for none)")
     group.add_argument(
         "--max-steps",
@@ -104,9 +105,14 @@ def _add_model_flags(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="add a time reading before every model step (default: on)",
     )
-    group.add_argument("--time-zone", metavar="ZONE", help="display zone of readings (default: the system zone)")
     group.add_argument(
-        "--time-refresh-ms", metavar="N", type=_whole_number, help="refresh interval of readings in ms (default 0)"
+        "--time-zone", metavar="ZONE", help="display zone of readings (default: the system zone)"
+    )
+    group.add_argument(
+        "--time-refresh-ms",
+        metavar="N",
+        type=_whole_number,
+        help="refresh interval of readings in ms (default 0)",
     )
 
 
@@ -148,7 +154,9 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         default=DEFAULT_MAX_LINE_BYTES,
         help=f"longest accepted request line (default {DEFAULT_MAX_LINE_BYTES})",
     )
-    serve.add_argument("--profile", metavar="NAME", help="accepted and ignored (deepseek-harness compatibility)")
+    serve.add_argument(
+        "--profile", metavar="NAME", help="accepted and ignored (deepseek-harness compatibility)"
+    )
     serve.add_argument("--patch", metavar="PATH", action="append", default=[], help="accepted and ignored")
     return {"demo": demo, "chat": chat, "serve": serve}
 
@@ -165,7 +173,7 @@ class Startup:
 
 
 def model_startup(args: argparse.Namespace, environ: Mapping[str, str], root: Path, *, chat: bool) -> Startup:
-    """The host configuration from the model flags (§7); usage errors raise :class:`UsageError`."""
+    """The host configuration from the model flags (host §7); usage errors raise :class:`UsageError`."""
     provider = args.provider or default_provider(environ)
     if chat and resolve_model(provider, environ, flag_model=args.model) is None:
         raise UsageError(missing_model_usage_error(provider))
@@ -212,7 +220,7 @@ def check_time_context(config: HostConfig, environ: Mapping[str, str]) -> None:
 
 
 def host_root(option: str | None, environ: Mapping[str, str]) -> Path:
-    """The session root of §5.1 for ``--root`` (or ``None``), relative to the process cwd."""
+    """The session root of host §5.1 for ``--root`` (or ``None``), relative to the process cwd."""
     return resolve_root(option, environ, cwd=os.getcwd())
 
 
@@ -226,7 +234,9 @@ def check_root(root: Path) -> None:
     if existing == root and not root.is_dir():
         raise StartupError(f'session root "{root}" is not a directory; pass --root DIR')
     if not existing.is_dir():
-        raise StartupError(f'session root "{root}" cannot be created: "{existing}" is not a directory; pass --root DIR')
+        raise StartupError(
+            f'session root "{root}" cannot be created: "{existing}" is not a directory; pass --root DIR'
+        )
 
 
 class _PrefixFormatter(logging.Formatter):
@@ -264,7 +274,7 @@ class _StderrLogging:
 
 
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    """§7.3: the JSON-RPC server; stdout carries frames only, everything else goes to stderr."""
+    """host §7.3: the JSON-RPC server; stdout carries frames only, everything else goes to stderr."""
     root = host_root(args.root, environ)
     startup = model_startup(args, environ, root, chat=False)
     check_root(root)
@@ -299,7 +309,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def _chat(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    """§7.2: the terminal assistant."""
+    """host §7.2: the terminal assistant."""
     root = host_root(args.root, environ)
     startup = model_startup(args, environ, root, chat=True)
     check_root(root)
@@ -316,7 +326,7 @@ def _chat(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def _demo(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    """§7.1: the self-checking tour."""
+    """host §7.1: the self-checking tour."""
     root = host_root(args.root, environ)
     config = demo_config(root)
     check_time_context(config, environ)

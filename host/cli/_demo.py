@@ -1,4 +1,4 @@
-"""``turnlog demo``: a non-interactive, self-checking tour on the offline scripted model (§7.1).
+"""``turnlog demo``: a non-interactive, self-checking tour on the offline scripted model (host §7.1).
 
 A reminder is created through a prompt, fires as a follow-up turn, the host shuts down, a fresh
 host resumes the session, and the file on disk is checked: exactly one dispatch of
@@ -65,7 +65,7 @@ class Verdict:
 
 
 def check_log(events: list[Event], seed_length: int) -> Verdict:
-    """The exact checks of §7.1 step 5 over the events read back from the file."""
+    """The exact checks of host §7.1 step 5 over the events read back from the file."""
     dispatches = 0
     turns = 0
     for event in events:
@@ -100,7 +100,11 @@ class _Watch:
     def __call__(self, value: Notification) -> None:
         if isinstance(value, EventAppended) and value.session_id == self.session_id:
             self.events.append(value.event)
-        elif isinstance(value, StatusChanged) and value.session_id == self.session_id and value.status == "idle":
+        elif (
+            isinstance(value, StatusChanged)
+            and value.session_id == self.session_id
+            and value.status == "idle"
+        ):
             self.idle_after = len(self.events)
         else:
             return

@@ -1,9 +1,9 @@
-"""The log commands of ``turnlog`` (host.md §7.4): eventlog's ``ls``, ``inspect``, ``validate``,
-``tail`` and ``fork`` (eventlog.md §10), mounted with the host's root rules (§5.1) and the
+"""The log commands of ``turnlog`` (host §7.4): eventlog's ``ls``, ``inspect``, ``validate``,
+``tail`` and ``fork`` (log-format §10), mounted with the host's root rules (host §5.1) and the
 packages' ``validate`` checks.
 
-Apart from :mod:`host.commands`, so a log command loads eventlog, schedule and timecontext but
-not the agent runtime, the JSON-RPC server, chat, the demo or the model adapters.
+Apart from ``_commands``, so a log command loads eventlog's command line but not the JSON-RPC
+server, chat or the demo.
 """
 
 from __future__ import annotations
@@ -37,6 +37,6 @@ CHECKS: tuple[eventlog.cli.Check, ...] = (schedule_check, readings_check)
 
 
 def run_log_command(command: str, argv: Sequence[str], environ: Mapping[str, str]) -> int:
-    """``turnlog <log command> ARGS``: eventlog's command with the host's default root (§7.4)."""
+    """``turnlog <log command> ARGS``: eventlog's command with the host's default root (host §7.4)."""
     root = resolve_root(None, environ, cwd=os.getcwd())
     return eventlog.cli.main([command, *argv], checks=CHECKS, root=root, prog="turnlog")

@@ -1,10 +1,10 @@
-"""The ``turnlog`` command line (host.md §7), also ``python -m host``: ``demo``, ``chat``,
+"""The ``turnlog`` command line (host §7), also ``python -m host``: ``demo``, ``chat``,
 ``serve`` and the log commands ``ls``, ``inspect``, ``validate``, ``tail`` and ``fork``
-(eventlog.md §10).
+(log-format §10).
 
-This module only picks the command; :mod:`host.logcommands` or :mod:`host.commands` runs it and
-is imported only then, so ``turnlog --help`` and ``turnlog --version`` start without loading the
-packages, and a log command without loading the agent runtime.
+This module only picks the command; ``_logcommands`` or ``_commands`` runs it and is imported only
+then, so ``--help``, ``--version`` and the log commands load neither the JSON-RPC server nor chat
+nor the demo. (Importing ``host`` itself loads its runtime: the package re-exports its API.)
 
 Errors are one line on stderr, ``turnlog: <what was wrong and what to do>``. Exit codes: 0
 success, 1 runtime failure, 2 usage error, 130 after SIGINT. ``turnlog --profile NAME …``

@@ -1,4 +1,4 @@
-"""The model adapters (host §3.6, §6): the request and the adapter Protocol, the chunk stream as a
+"""The model adapters (host §3.6, host §6): the request and the adapter Protocol, the chunk stream as a
 tagged union, assembly and the retry policy, and the ``scripted`` and ``openai`` adapters with
 their provider configuration. Nothing here touches a session log."""
 

@@ -1,4 +1,4 @@
-"""One model attempt: its chunks folded into an outcome (host §6.1, §6.2).
+"""One model attempt: its chunks folded into an outcome (host §6.1, host §6.2).
 
 :class:`Assembler` is pure. It checks what decoding a chunk cannot: indexes are never negative, a
 block keeps its type, no block starts and no delta arrives after a ``block-end``, and nothing
@@ -120,7 +120,9 @@ class Assembler:
             if not block.name and isinstance(chunk.name, str):
                 block.name = chunk.name
         else:
-            self._block(chunk.index, "text" if isinstance(chunk, TextDelta) else "reasoning").text += chunk.text
+            self._block(
+                chunk.index, "text" if isinstance(chunk, TextDelta) else "reasoning"
+            ).text += chunk.text
 
     def outcome(self) -> Outcome:
         """The attempt's result; an unfinished stream is ``ADAPTER_ERROR``."""
@@ -129,8 +131,10 @@ class Assembler:
             return Failed(adapter_failure(ChunkError("stream ended without a finish chunk")))
         if isinstance(reason, FinishError):
             return Failed(reason.failure)
-        kind: FinishKind = "tool-calls" if isinstance(reason, FinishToolCalls) else (
-            "max-tokens" if isinstance(reason, FinishMaxTokens) else "stop"
+        kind: FinishKind = (
+            "tool-calls"
+            if isinstance(reason, FinishToolCalls)
+            else ("max-tokens" if isinstance(reason, FinishMaxTokens) else "stop")
         )
         content: list[AssembledBlock] = []
         for index in sorted(self._blocks):
@@ -141,7 +145,9 @@ class Assembler:
                 content.append(vocab.ReasoningBlock(text=block.text))
             elif kind != "max-tokens":
                 if not block.name:
-                    return Failed(make_failure(f"tool call {index} has no function name", "MALFORMED_RESPONSE"))
+                    return Failed(
+                        make_failure(f"tool call {index} has no function name", "MALFORMED_RESPONSE")
+                    )
                 call_id = block.call_id or f"call-{self._turn}-{self._step}-{index}"
                 content.append(vocab.ToolCallBlock(id=call_id, name=block.name, arguments=block.text))
         if not content and kind != "max-tokens":
@@ -185,7 +191,9 @@ class _AdapterRaised(Exception):
         self.exc = exc
 
 
-async def _attempt(adapter: ModelAdapter, request: ModelRequest, on_chunk: Callable[[Chunk], None] | None) -> Outcome:
+async def _attempt(
+    adapter: ModelAdapter, request: ModelRequest, on_chunk: Callable[[Chunk], None] | None
+) -> Outcome:
     try:
         iterator = aiter(adapter.stream(request))
     except Exception as exc:
@@ -203,7 +211,7 @@ async def _attempt(adapter: ModelAdapter, request: ModelRequest, on_chunk: Calla
         await _close(iterator)
     except Exception as exc:
         # Closing is part of the adapter's stream: raising there is an adapter failure too (host
-        # §6.1), unless the attempt had already failed for a reason of its own.
+        # host §6.1), unless the attempt had already failed for a reason of its own.
         if isinstance(outcome, Failed):
             return outcome
         raise _AdapterRaised(exc) from exc

@@ -148,7 +148,9 @@ def fail(failure: Failure) -> Finish:
 def as_chunk(value: object) -> Chunk:
     """``value`` as a chunk: a chunk Struct as it is, anything else converted from the JSON shape
     of host §6.1. Raises :class:`ChunkError` naming what is wrong."""
-    if isinstance(value, (BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd, UsageReport, Finish)):
+    if isinstance(
+        value, (BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd, UsageReport, Finish)
+    ):
         return value
     try:
         chunk: Chunk = msgspec.convert(value, Chunk)

@@ -1,10 +1,10 @@
 """Model providers and their configuration (host §6.5).
 
-| provider            | adapter  | base URL (first set)                                          | key (first set)                      |
-|---------------------|----------|---------------------------------------------------------------|--------------------------------------|
-| `scripted`          | scripted | —                                                             | —                                    |
-| `openai`            | openai   | TURNLOG_BASE_URL, DEEPSEEK_BASE_URL, https://api.openai.com/v1 | TURNLOG_API_KEY, DEEPSEEK_API_KEY    |
-| `deepseek-official` | openai   | DEEPSEEK_BASE_URL, TURNLOG_BASE_URL, https://api.deepseek.com  | DEEPSEEK_API_KEY, TURNLOG_API_KEY    |
+| provider | adapter | base URL (first set) | key (first set) |
+|---|---|---|---|
+| `scripted` | scripted | — | — |
+| `openai` | openai | TURNLOG_BASE_URL, DEEPSEEK_BASE_URL, https://api.openai.com/v1 | TURNLOG_API_KEY, DEEPSEEK_API_KEY |
+| `deepseek-official` | openai | DEEPSEEK_BASE_URL, TURNLOG_BASE_URL, https://api.deepseek.com | DEEPSEEK_API_KEY, TURNLOG_API_KEY |
 
 Empty variables count as unset. The model is ``initialize.model``, else ``--model``, else
 ``TURNLOG_MODEL``; the scripted provider falls back to ``scripted``.
@@ -33,10 +33,18 @@ class _Route:
 
 _ROUTES: dict[str, _Route] = {
     "scripted": _Route("scripted", (), None, ()),
-    "openai": _Route("openai", ("TURNLOG_BASE_URL", "DEEPSEEK_BASE_URL"), "https://api.openai.com/v1",
-                     ("TURNLOG_API_KEY", "DEEPSEEK_API_KEY")),
-    "deepseek-official": _Route("openai", ("DEEPSEEK_BASE_URL", "TURNLOG_BASE_URL"), "https://api.deepseek.com",
-                                ("DEEPSEEK_API_KEY", "TURNLOG_API_KEY")),
+    "openai": _Route(
+        "openai",
+        ("TURNLOG_BASE_URL", "DEEPSEEK_BASE_URL"),
+        "https://api.openai.com/v1",
+        ("TURNLOG_API_KEY", "DEEPSEEK_API_KEY"),
+    ),
+    "deepseek-official": _Route(
+        "openai",
+        ("DEEPSEEK_BASE_URL", "TURNLOG_BASE_URL"),
+        "https://api.deepseek.com",
+        ("DEEPSEEK_API_KEY", "TURNLOG_API_KEY"),
+    ),
 }
 PROVIDERS: tuple[str, ...] = tuple(_ROUTES)  # the `--provider` choices
 
@@ -82,7 +90,11 @@ def default_provider(env: Mapping[str, str]) -> str:
 
 
 def resolve_model(
-    provider: str, env: Mapping[str, str], *, initialize_model: str | None = None, flag_model: str | None = None
+    provider: str,
+    env: Mapping[str, str],
+    *,
+    initialize_model: str | None = None,
+    flag_model: str | None = None,
 ) -> str | None:
     """The route's model, or ``None`` when a non-scripted provider has none configured."""
     model = initialize_model or flag_model or env.get(MODEL_ENV) or None

@@ -9,7 +9,9 @@ from msgspec import UNSET
 
 from ._chunks import Failure
 
-RETRYABLE_CODES: frozenset[str] = frozenset({"RATE_LIMIT", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE"})
+RETRYABLE_CODES: frozenset[str] = frozenset(
+    {"RATE_LIMIT", "SERVER", "TIMEOUT", "TRANSPORT", "EMPTY_RESPONSE"}
+)
 MAX_RETRY_DELAY_MS = 10_000
 _FIRST_RETRY_DELAY_MS = 500
 

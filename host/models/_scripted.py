@@ -74,7 +74,9 @@ class _Chunks:
     def tool_call(self, call: ToolCallBlock) -> None:
         index = len(self._ends)
         self._body.append(BlockStart(index=index, block_type="tool-call"))
-        self._body.append(ToolCallDelta(index=index, id=call.id, name=call.name, arguments_delta=call.arguments))
+        self._body.append(
+            ToolCallDelta(index=index, id=call.id, name=call.name, arguments_delta=call.arguments)
+        )
         self._ends.append(BlockEnd(index=index, block=call))
 
     def finish(self, last: Finish, usage: Usage | None = None) -> list[Chunk]:
@@ -101,7 +103,9 @@ def _text_of(blocks: object) -> str:
     if not isinstance(blocks, list):
         return ""
     return "".join(
-        b["text"] for b in blocks if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        b["text"]
+        for b in blocks
+        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
     )
 
 
@@ -158,17 +162,20 @@ def _reminder_reply(text: str) -> str | None:
     for line in lines:
         if line.startswith(_BATCH_PREFIX):
             try:
-                items = json.loads(line[len(_BATCH_PREFIX):])
+                items = json.loads(line[len(_BATCH_PREFIX) :])
             except ValueError:
                 return None
             if not isinstance(items, list):
                 return None
-            prompts = [_plain(item.get("reminder_prompt")) if isinstance(item, dict) else _plain(item) for item in items]
+            prompts = [
+                _plain(item.get("reminder_prompt")) if isinstance(item, dict) else _plain(item)
+                for item in items
+            ]
             return f"Reminders: {'; '.join(prompts)}"
     for line in lines:
         if line.startswith(_ONE_SHOT_PREFIX):
             try:
-                return f"Reminder: {_plain(json.loads(line[len(_ONE_SHOT_PREFIX):]))}"
+                return f"Reminder: {_plain(json.loads(line[len(_ONE_SHOT_PREFIX) :]))}"
             except ValueError:
                 return None
     return None
@@ -185,9 +192,15 @@ def _captured(text: str) -> str:
 def _user_reply(s: str) -> tuple[str, dict[str, Any]] | str:
     """A schedule tool call ``(name, arguments)`` or a text reply for a user's text ``s``."""
     if m := _REMIND_IN.fullmatch(s):
-        return "schedule_create", {"prompt": _captured(m[3]), "after_seconds": int(m[1]) * _UNIT_SECONDS[m[2].lower()]}
+        return "schedule_create", {
+            "prompt": _captured(m[3]),
+            "after_seconds": int(m[1]) * _UNIT_SECONDS[m[2].lower()],
+        }
     if m := _REMIND_EVERY.fullmatch(s):
-        return "schedule_create", {"prompt": _captured(m[3]), "every_seconds": int(m[1]) * _UNIT_SECONDS[m[2].lower()]}
+        return "schedule_create", {
+            "prompt": _captured(m[3]),
+            "every_seconds": int(m[1]) * _UNIT_SECONDS[m[2].lower()],
+        }
     if m := _REMIND_AT.fullmatch(s):
         return "schedule_create", {"prompt": _captured(m[2]), "at": m[1]}
     if _LIST.fullmatch(s):
@@ -198,7 +211,7 @@ def _user_reply(s: str) -> tuple[str, dict[str, Any]] | str:
 
 
 def rules_reply(request: ModelRequest) -> ToolCallBlock | str:
-    """Rules mode's answer to ``request``: one tool call or a text (§6.3)."""
+    """Rules mode's answer to ``request``: one tool call or a text (host §6.3)."""
     trigger = next((m for m in reversed(request.messages) if not _is_time_reading(m)), None)
     if trigger is None:
         return "OK."
@@ -213,7 +226,9 @@ def rules_reply(request: ModelRequest) -> ToolCallBlock | str:
         if isinstance(reply, str):
             return reply
         name, arguments = reply
-        return ToolCallBlock(id=f"call-{request.turn}-{request.step}-0", name=name, arguments=compact_json(arguments))
+        return ToolCallBlock(
+            id=f"call-{request.turn}-{request.step}-0", name=name, arguments=compact_json(arguments)
+        )
     return "OK."
 
 
@@ -332,7 +347,9 @@ def _error(value: object) -> Failure:
 
 
 def _chunks(value: object) -> tuple[Mapping[str, Any], ...]:
-    if not isinstance(value, list) or not all(isinstance(c, dict) and isinstance(c.get("type"), str) for c in value):
+    if not isinstance(value, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("type"), str) for c in value
+    ):
         raise _Invalid('"chunks" must be a list of objects with a string "type"')
     return tuple(value)
 
@@ -344,7 +361,12 @@ def _script_line(number: int, obj: object) -> ScriptLine:
         if key not in _LINE_KEYS:
             raise _Invalid(f'unknown key "{key}"')
     delay = obj.get("delayMs", 0)
-    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not math.isfinite(delay) or delay < 0:
+    if (
+        isinstance(delay, bool)
+        or not isinstance(delay, (int, float))
+        or not math.isfinite(delay)
+        or delay < 0
+    ):
         raise _Invalid('"delayMs" must be a non-negative number')
     hang = obj.get("hang", False)
     if not isinstance(hang, bool):

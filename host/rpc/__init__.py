@@ -1,4 +1,4 @@
-"""The JSON-RPC 2.0 protocol of the host (host §4, §8): the wire as pure rules (framing,
+"""The JSON-RPC 2.0 protocol of the host (host §4, host §8): the wire as pure rules (framing,
 classification, frames, errors, parameter checks), one client's :class:`Connection`, and the stdio
 server around it. The WebSocket transport of ``turnlog web`` reuses the connection and the wire
 (web §5.2)."""

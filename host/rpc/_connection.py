@@ -153,9 +153,13 @@ class Connection:
         right after its receipt, or after the ``running`` flip the receipt caused (host §4.3.2).
 
         Once forwarding stopped, a prompt that arrived earlier and is admitted now still gets its
-        receipt before its reply (host §4.3.2 step 6, §4.5 2), and nothing else is forwarded."""
+        receipt before its reply (host §4.3.2 step 6, host §4.5 2), and nothing else is forwarded."""
         if self._stopping:
-            if isinstance(value, EventAppended) and self._prompts and value.event.type == "agent/inbox/spliced":
+            if (
+                isinstance(value, EventAppended)
+                and self._prompts
+                and value.event.type == "agent/inbox/spliced"
+            ):
                 prompt = self._receipt_of(value)
                 if prompt is not None and not prompt.replied:
                     self.send(event_frame(value))
@@ -164,7 +168,11 @@ class Connection:
         frame = notification_bytes(value, deltas=self.stream_deltas)
         due, self._due = self._due, None
         if due is not None:
-            if isinstance(value, StatusChanged) and value.status == "running" and value.session_id == due.session_id:
+            if (
+                isinstance(value, StatusChanged)
+                and value.status == "running"
+                and value.session_id == due.session_id
+            ):
                 assert frame is not None
                 self.send(frame)
                 self._reply(due)
@@ -259,7 +267,10 @@ class Connection:
             reasoning_effort=p.reasoning_effort,
         )
         self.stream_deltas = bool(p.stream_deltas)
-        return {"serverInfo": SERVER_INFO, "turnlog": {"version": package_version(), "root": str(self.host.root)}}
+        return {
+            "serverInfo": SERVER_INFO,
+            "turnlog": {"version": package_version(), "root": str(self.host.root)},
+        }
 
     async def _prompt(self, request: Request, once: _Once) -> Any:
         method = "session/prompt"

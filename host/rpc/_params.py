@@ -25,7 +25,9 @@ def session_id_param(method: str, params: Mapping[str, Any], key: str = "session
     try:
         return check_session_id(value)
     except HostError:  # the same refusal, with the message naming the method and field
-        raise HostError("invalid-session-id", f"{method} {key} must match {SESSION_ID_RULE}", value=value) from None
+        raise HostError(
+            "invalid-session-id", f"{method} {key} must match {SESSION_ID_RULE}", value=value
+        ) from None
 
 
 def _optional_string(method: str, params: Mapping[str, Any], key: str, *, non_empty: bool) -> str | None:
@@ -48,14 +50,16 @@ class InitializeParams:
 
 
 def initialize_params(params: Mapping[str, Any]) -> InitializeParams:
-    """§4.3.1, checked in order: cwd, provider, model, maxTokens, reasoningEffort, streamDeltas."""
+    """host §4.3.1, checked in order: cwd, provider, model, maxTokens, reasoningEffort, streamDeltas."""
     method = "initialize"
     cwd = _optional_string(method, params, "cwd", non_empty=False)
     if cwd is not None and "\x00" in cwd:
         raise _invalid(method, "cwd", "must not contain NUL characters")
     provider = _optional_string(method, params, "provider", non_empty=True)
     model = _optional_string(method, params, "model", non_empty=True)
-    max_tokens = _optional_int(method, params, "maxTokens", None, 1, MAX_SAFE_INTEGER, "must be a positive safe integer")
+    max_tokens = _optional_int(
+        method, params, "maxTokens", None, 1, MAX_SAFE_INTEGER, "must be a positive safe integer"
+    )
     effort = _optional_string(method, params, "reasoningEffort", non_empty=True)
     deltas = params.get("streamDeltas")
     if "streamDeltas" in params and not isinstance(deltas, bool):
@@ -116,10 +120,12 @@ class ForkParams:
 
 
 def fork_params(params: Mapping[str, Any]) -> ForkParams:
-    """§4.3.5: ``sessionId``, optional ``boundarySeq`` (a safe integer ≥ 0) and ``childSessionId``."""
+    """host §4.3.5: ``sessionId``, optional ``boundarySeq`` (a safe integer ≥ 0) and ``childSessionId``."""
     method = "session/fork"
     parent = session_id_param(method, params)
-    boundary = _optional_int(method, params, "boundarySeq", None, 0, MAX_SAFE_INTEGER, "must be a non-negative safe integer")
+    boundary = _optional_int(
+        method, params, "boundarySeq", None, 0, MAX_SAFE_INTEGER, "must be a non-negative safe integer"
+    )
     child = session_id_param(method, params, "childSessionId") if "childSessionId" in params else None
     return ForkParams(parent, boundary, child)
 
@@ -132,20 +138,34 @@ class HistoryParams:
 
 
 def history_params(params: Mapping[str, Any]) -> HistoryParams:
-    """§4.3.7: ``sessionId``, ``fromSeq`` (a safe integer ≥ 0, default 0) and ``limit`` (an
+    """host §4.3.7: ``sessionId``, ``fromSeq`` (a safe integer ≥ 0, default 0) and ``limit`` (an
     integer from 1 to 10000, default 1000)."""
     method = "session/history"
     session_id = session_id_param(method, params)
-    from_seq = _optional_int(method, params, "fromSeq", 0, 0, MAX_SAFE_INTEGER, "must be a non-negative safe integer")
+    from_seq = _optional_int(
+        method, params, "fromSeq", 0, 0, MAX_SAFE_INTEGER, "must be a non-negative safe integer"
+    )
     limit = _optional_int(
-        method, params, "limit", 1000, 1, HISTORY_LIMIT_MAX, f"must be an integer from 1 to {HISTORY_LIMIT_MAX}"
+        method,
+        params,
+        "limit",
+        1000,
+        1,
+        HISTORY_LIMIT_MAX,
+        f"must be an integer from 1 to {HISTORY_LIMIT_MAX}",
     )
     assert from_seq is not None and limit is not None
     return HistoryParams(session_id, from_seq, limit)
 
 
 def _optional_int(
-    method: str, params: Mapping[str, Any], key: str, default: int | None, lowest: int, highest: int, requirement: str
+    method: str,
+    params: Mapping[str, Any],
+    key: str,
+    default: int | None,
+    lowest: int,
+    highest: int,
+    requirement: str,
 ) -> int | None:
     if key not in params:
         return default

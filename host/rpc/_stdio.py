@@ -1,5 +1,5 @@
-"""The JSON-RPC server on stdio (host §4, §4.3.9, §8), compatible with the ``deepseek-harness-sdk``
-client: the lifecycle around one :class:`~host.rpc._connection.Connection`.
+"""The JSON-RPC server on stdio (host §4, host §4.3.9, host §8), compatible with the
+``deepseek-harness-sdk`` client: the lifecycle around one :class:`~host.rpc._connection.Connection`.
 
 :class:`Server` reads stdin in a task, splitting lines (the ``max_line_bytes`` rule of host §8),
 writes the connection's frames from a single writer task, and runs shutdown when it is triggered:

@@ -1,4 +1,4 @@
-"""The pure side of the JSON-RPC 2.0 wire (host §4.1, §4.2, §8): framing, classification, frames
+"""The pure side of the JSON-RPC 2.0 wire (host §4.1, host §4.2, host §8): framing, classification, frames
 and the error builders every transport shares (stdio, and the WebSocket of web §5).
 
 Bytes to lines: :class:`LineSplitter` splits on LF and applies the ``max_line_bytes`` rule, and
@@ -55,7 +55,7 @@ class Overlong:
 class LineSplitter:
     """Splits a byte stream on LF. A line over ``limit`` bytes (LF excluded) is reported once, as
     soon as it is known to be too long and its first :data:`ID_PROBE_BYTES` bytes (or all of it)
-    are in, so the id search of §8 sees the same head however the input was chunked; its
+    are in, so the id search of host §8 sees the same head however the input was chunked; its
     remaining bytes are dropped up to the next LF. At most ``max(limit, ID_PROBE_BYTES)`` bytes
     plus one read are ever buffered."""
 
@@ -99,7 +99,7 @@ class LineSplitter:
 
 
 def overlong_id(head: bytes) -> str | int | None:
-    """The id of an over-long line (§8): ``"id"``, ``:`` and a JSON string or integer within the
+    """The id of an over-long line (host §8): ``"id"``, ``:`` and a JSON string or integer within the
     first bytes, or ``None`` when there is none."""
     match = _OVERLONG_ID.search(head)
     if match is None:
@@ -163,7 +163,7 @@ def _has_lone_surrogate(value: Any) -> bool:
 
 
 def classify(line: bytes) -> Request | Invalid | None:
-    """One stripped, non-empty input line, classified in the order of §4.1: invalid UTF-8 or
+    """One stripped, non-empty input line, classified in the order of host §4.1: invalid UTF-8 or
     JSON (or JSON nested too deeply to parse); not an object; a request (``id`` a string or a
     non-bool number, ``method`` a string); anything else (client notifications, responses) is
     ``None``, dropped without a reply."""
@@ -189,7 +189,10 @@ def classify(line: bytes) -> Request | Invalid | None:
 
     try:
         value = json.loads(
-            line.decode("utf-8"), parse_int=parse_int, parse_float=parse_float, parse_constant=_reject_constant
+            line.decode("utf-8"),
+            parse_int=parse_int,
+            parse_float=parse_float,
+            parse_constant=_reject_constant,
         )
     except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return Invalid(len(line))
@@ -216,7 +219,9 @@ def rpc_id_text(rid: str | float) -> str:
 def encode(frame: Mapping[str, Any]) -> bytes:
     """One frame: compact JSON, non-ASCII raw, plus LF. A lone surrogate (only ever inside a
     string) is written as its ``\\uXXXX`` escape, so the line stays valid UTF-8."""
-    text = json.dumps(frame, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=msgspec.to_builtins)
+    text = json.dumps(
+        frame, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=msgspec.to_builtins
+    )
     return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
@@ -225,11 +230,13 @@ def result_frame(rid: str | float, result: Any) -> bytes:
 
 
 def error_frame(rid: str | float, error: HostError) -> bytes:
-    """An error response. The message is one line (§4.2) even when an exception's text is not:
+    """An error response. The message is one line (host §4.2) even when an exception's text is not:
     each line break, with the whitespace around it, becomes one space."""
     data = {"code": error.code, **error.data}
     message = _LINE_BREAK.sub(" ", error.message)
-    return encode({"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": message, "data": data}})
+    return encode(
+        {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": message, "data": data}}
+    )
 
 
 def notification_frame(method: str, params: Mapping[str, Any]) -> bytes:
@@ -249,7 +256,7 @@ def event_frame(value: EventAppended) -> bytes:
 
 
 def notification_bytes(value: Notification, *, deltas: bool) -> bytes | None:
-    """The frame forwarding one in-process notification (§4.4), or ``None`` for a delta when
+    """The frame forwarding one in-process notification (host §4.4), or ``None`` for a delta when
     ``streamDeltas`` is off."""
     if isinstance(value, EventAppended):
         return event_frame(value)
@@ -274,7 +281,9 @@ def notification_bytes(value: Notification, *, deltas: bool) -> bytes | None:
 
 
 def unknown_method(method: str) -> HostError:
-    return HostError("unknown-method", f"unknown DeepSeek Harness SDK runtime method: {method}", method=method)
+    return HostError(
+        "unknown-method", f"unknown DeepSeek Harness SDK runtime method: {method}", method=method
+    )
 
 
 def line_too_long(limit: int) -> HostError:
@@ -287,7 +296,9 @@ def unsupported_json() -> HostError:
 
 def flush_failed_at_shutdown(session_id: str, message: str) -> HostError:
     return HostError(
-        "persistence-failed", f'cannot flush session "{session_id}" at shutdown: {message}', sessionId=session_id
+        "persistence-failed",
+        f'cannot flush session "{session_id}" at shutdown: {message}',
+        sessionId=session_id,
     )
 
 

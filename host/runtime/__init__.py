@@ -1,4 +1,4 @@
-"""The host's runtime (host §2, §3, §5): the agent loop of each live session (inbox, phase gate,
+"""The host's runtime (host §2, host §3, host §5): the agent loop of each live session (inbox, phase gate,
 turn runner), the session registry, the operations every front door uses, the derived history
 and inbox replay, the tool registry, and the boundary rules every request is checked against."""
 

@@ -200,7 +200,9 @@ class Agent:
             try:
                 await self._session.flush()
             except PersistenceError as exc:
-                _logger.warning('session "%s": flush before idle failed (events stay pending): %s', self.id, exc)
+                _logger.warning(
+                    'session "%s": flush before idle failed (events stay pending): %s', self.id, exc
+                )
             if not self._inbox:
                 break
         self._gate.become_idle()

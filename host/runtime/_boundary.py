@@ -1,9 +1,9 @@
-"""The host's boundary rules, as pure functions over values (host.md §4.2, §4.3, §5.1).
+"""The host's boundary rules, as pure functions over values (host §4.2, host §4.3, host §5.1).
 
 What every front door checks before anything is appended (session ids, ``clientTimeZone``), where
 sessions live (the root), the typed refusal :class:`HostError` and the mapping of store errors to
 its codes, and the result shapes of ``session/list`` and ``session/history``. Nothing here does
-I/O; :mod:`host.app` calls these around its effects.
+I/O; the host and the session registry call these around their effects.
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from eventlog.format import check_session_id as _check_eventlog_id
 
 from ._history import InboxReplayError
 
-SESSION_ID_RULE = "[A-Za-z0-9][A-Za-z0-9._-]{0,127}"  # eventlog.md §4.2, as the refusals quote it
+SESSION_ID_RULE = "[A-Za-z0-9][A-Za-z0-9._-]{0,127}"  # log-format §4.2, as the refusals quote it
 INVALID_TIME_ZONE_MESSAGE = "clientTimeZone must be UTC or a valid IANA Area/Location name"
 
 
 class HostError(Exception):
-    """A refused operation: ``code`` is the stable ``data.code`` of host.md §4.2 and ``data`` its
+    """A refused operation: ``code`` is the stable ``data.code`` of host §4.2 and ``data`` its
     extra members (e.g. ``{"value": …}`` for ``invalid-time-zone``). The message is one line."""
 
     def __init__(self, code: str, message: str, **data: Any) -> None:
@@ -49,7 +49,7 @@ class HostError(Exception):
 
 
 def shutting_down() -> HostError:
-    """The refusal of every request but ``shutdown`` once shutdown has begun (host.md §4.2)."""
+    """The refusal of every request but ``shutdown`` once shutdown has begun (host §4.2)."""
     return HostError("shutting-down", "SDK server is shutting down")
 
 
@@ -84,11 +84,13 @@ def check_session_id(session_id: object) -> str:
     try:
         return _check_eventlog_id(session_id)
     except InvalidSessionId:
-        raise HostError("invalid-session-id", f"sessionId must match {SESSION_ID_RULE}", value=session_id) from None
+        raise HostError(
+            "invalid-session-id", f"sessionId must match {SESSION_ID_RULE}", value=session_id
+        ) from None
 
 
 def canonical_client_zone(value: object) -> str:
-    """The stored form of a prompt's ``clientTimeZone`` (host.md §4.3.2 step 3): the canonical
+    """The stored form of a prompt's ``clientTimeZone`` (host §4.3.2 step 3): the canonical
     name, or :class:`HostError` ``invalid-time-zone`` carrying the value as received."""
     try:
         if isinstance(value, str):
@@ -105,7 +107,7 @@ def resolve_root(
     cwd: str | os.PathLike[str],
     home: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """The session root of host.md §5.1, as an absolute path; empty variables count as unset.
+    """The session root of host §5.1, as an absolute path; empty variables count as unset.
 
     ``--root`` (relative to ``cwd``), else ``$TURNLOG_HOME/sessions``, else ``$DSH_SESSION_ROOT``
     itself (relative to ``cwd``), else ``$XDG_DATA_HOME/turnlog/sessions`` when ``XDG_DATA_HOME``
@@ -130,7 +132,7 @@ def resolve_root(
 
 
 def list_result(infos: Iterable[SessionInfo], status: Callable[[str], str | None]) -> dict[str, Any]:
-    """``{"sessions":[…],"skipped":[…]}`` of host.md §4.3.6 from the store's listing.
+    """``{"sessions":[…],"skipped":[…]}`` of host §4.3.6 from the store's listing.
 
     ``status(id)`` is a live session's public status, ``None`` for a cold one. Sessions are
     sorted by ``createdAt``, then ``sessionId``; a file whose header cannot be read is skipped."""
@@ -160,7 +162,7 @@ def list_result(infos: Iterable[SessionInfo], status: Callable[[str], str | None
 def history_page(
     session_id: str, header: SessionHeader, events: Sequence[Event], from_seq: int, limit: int
 ) -> dict[str, Any]:
-    """``{"sessionId","header","events","nextSeq","done"}`` of host.md §4.3.7: at most ``limit``
+    """``{"sessionId","header","events","nextSeq","done"}`` of host §4.3.7: at most ``limit``
     envelopes from ``from_seq``, each exactly as logged; ``nextSeq`` is ``from_seq`` when none is
     returned, and ``done`` is true when no event follows."""
     page = [_decoded(events[seq]) for seq in range(from_seq, min(len(events), from_seq + limit))]

@@ -1,4 +1,4 @@
-"""Projections of a session log that the agent loop rebuilds from events (host §2, §5.3).
+"""Projections of a session log that the agent loop rebuilds from events (host §2, host §5.3).
 
 Pure functions over events: the model-visible **derived history** and the **inbox** replayed for
 a resume. Nothing here appends, flushes or keeps state beyond an incremental cache whose result is
@@ -87,9 +87,7 @@ def _safe_index(value: object) -> bool:
     return isinstance(value, int) and is_safe_int(value) and value >= 0
 
 
-def replay_inbox(
-    events: Sequence[Event], seed_length: int
-) -> dict[Target, list[UserMessage]]:
+def replay_inbox(events: Sequence[Event], seed_length: int) -> dict[Target, list[UserMessage]]:
     """Rebuild the two inbox queues from the splices with ``seq >= seed_length`` (host §5.3 step 2).
 
     Each splice removes ``removedCount`` items at ``start``, then inserts ``inserted`` at

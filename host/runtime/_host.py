@@ -1,4 +1,4 @@
-"""The host: the operations every front door uses (host §4.3, §5), over the live sessions of one
+"""The host: the operations every front door uses (host §4.3, host §5), over the live sessions of one
 process.
 
 A :class:`Host` owns one ``eventlog.SessionStore``, the route of model requests, the observers,
@@ -154,7 +154,9 @@ class Host:
 
     def _adapter(self, provider: str) -> ModelAdapter:
         """The provider's adapter, or ``unknown-provider`` (whatever the source raised for it)."""
-        refusal = HostError("unknown-provider", f'no adapter registered for provider "{provider}"', provider=provider)
+        refusal = HostError(
+            "unknown-provider", f'no adapter registered for provider "{provider}"', provider=provider
+        )
         try:
             adapter = self._adapters.get(provider)
         except Exception as exc:
@@ -262,7 +264,9 @@ class Host:
             except AgentClosed as exc:
                 raise shutting_down() from exc
             except PersistenceError as exc:
-                raise as_host_error(exc, session_id, f'cannot admit a prompt to session "{session_id}"') from exc
+                raise as_host_error(
+                    exc, session_id, f'cannot admit a prompt to session "{session_id}"'
+                ) from exc
 
         return await self._sessions.with_live(session_id, enqueue, task_status=task_status)
 
@@ -287,7 +291,9 @@ class Host:
         target = await trio.to_thread.run_sync(lambda: (current / path).resolve())
         if not await trio.to_thread.run_sync(target.is_dir):
             raise HostError(
-                "not-a-directory", f"working directory does not exist or is not a directory: {target}", path=str(target)
+                "not-a-directory",
+                f"working directory does not exist or is not a directory: {target}",
+                path=str(target),
             )
 
         def change(live: LiveSession) -> str:

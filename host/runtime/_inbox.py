@@ -44,7 +44,9 @@ class Inbox:
     queues change only once the append succeeded.
     """
 
-    def __init__(self, session: Session, queued: Mapping[Target, Sequence[UserMessage]] | None = None) -> None:
+    def __init__(
+        self, session: Session, queued: Mapping[Target, Sequence[UserMessage]] | None = None
+    ) -> None:
         self._session = session
         queued = queued or {}
         self._queues: dict[Target, list[UserMessage]] = {
@@ -95,7 +97,11 @@ class Inbox:
         self._session.append(
             vocab.AGENT_INBOX_SPLICED,
             vocab.AgentInboxSpliced(
-                target=target, start=0, removed_count=count, inserted=[], outcome="canceled" if canceled else UNSET
+                target=target,
+                start=0,
+                removed_count=count,
+                inserted=[],
+                outcome="canceled" if canceled else UNSET,
             ),
         )
         del self._queues[target][:count]

@@ -1,4 +1,5 @@
-"""The phase gate of one agent: ``idle``, ``maintenance`` or ``running`` (host §3.1, §3.2, §3.10).
+"""The phase gate of one agent: ``idle``, ``maintenance`` or ``running`` (host §3.1, host §3.2,
+host §3.10).
 
 The public status is ``running`` in phase ``running`` and ``idle`` otherwise. A wake while idle
 flips to ``running`` at once (the driver then opens a turn); during maintenance it is latched and

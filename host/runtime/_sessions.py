@@ -1,4 +1,4 @@
-"""The live sessions of one process (host §5.2, §5.3, §4.3.9 steps 3–4).
+"""The live sessions of one process (host §5.2, host §5.3, host §4.3.9 steps 3–4).
 
 :class:`SessionRegistry` makes a session live at most once per id, in arrival order: it resumes
 the file if there is one (repair, inbox replay) or creates it, wires the agent and schedule's
@@ -186,7 +186,9 @@ class SessionRegistry:
                     await self._store.ensure_root()
                 except PersistenceError as exc:
                     raise HostError(
-                        "persistence-failed", f'cannot create session "{session_id}": {exc}', sessionId=session_id
+                        "persistence-failed",
+                        f'cannot create session "{session_id}": {exc}',
+                        sessionId=session_id,
                     ) from exc
             try:
                 result: T = await self._nursery.start(self._run_session, session_id, resume, then)
@@ -208,7 +210,7 @@ class SessionRegistry:
         *,
         task_status: trio.TaskStatus[T] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """One live session, from open to close (host §5.2, §5.3, §4.3.9 steps 3–4)."""
+        """One live session, from open to close (host §5.2, host §5.3, host §4.3.9 steps 3–4)."""
         live: LiveSession | None = None
         started = False
         if resume:
@@ -322,7 +324,9 @@ class SessionRegistry:
                 live._stop.set()
             for live in sessions:
                 await live._done.wait()
-            self._report = ShutdownReport({s.id: s.flush_error for s in sessions if s.flush_error is not None})
+            self._report = ShutdownReport(
+                {s.id: s.flush_error for s in sessions if s.flush_error is not None}
+            )
         finally:
             self._shutdown_done.set()
         return self._report

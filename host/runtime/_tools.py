@@ -117,7 +117,9 @@ class ToolRegistry:
         for tool in tools:
             name = tool.spec.name
             if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
-                raise ToolRegistrationError(f"invalid tool name {name!r}: names must match {TOOL_NAME_PATTERN}")
+                raise ToolRegistrationError(
+                    f"invalid tool name {name!r}: names must match {TOOL_NAME_PATTERN}"
+                )
             if name in self._tools or name in seen:
                 raise ToolRegistrationError(f'tool "{name}" is already registered')
             seen.add(name)
@@ -176,10 +178,12 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
-    "number": lambda v: (isinstance(v, int) and not isinstance(v, bool))
-    or (isinstance(v, float) and math.isfinite(v)),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
-    or (isinstance(v, float) and v.is_integer()),
+    "number": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and math.isfinite(v))
+    ),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+    ),
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
 }
@@ -241,7 +245,8 @@ def check_schema(value: Any, schema: Mapping[str, Any], path: str = "$") -> Sche
         matched = sum(1 for r in results if r is None)
         if matched != 1:
             typed = [
-                r for branch, r in zip(branches, results)
+                r
+                for branch, r in zip(branches, results)
                 if r is not None and _type_matches(value, branch.get("type", []))
             ]
             if matched == 0 and len(typed) == 1:
@@ -318,8 +323,12 @@ class ToolOutcome:
         block = vocab.ToolResultBlock(
             tool_call_id=call_id, is_error=self.is_error, content=[vocab.TextBlock(text=self.text)]
         )
-        message = vocab.Message(id=message_id, role="user", source=vocab.ToolSource(call_id=call_id), content=[block])
-        return vocab.ToolResult(turn=turn, step=step, message=message, error=UNSET if self.error is None else self.error)
+        message = vocab.Message(
+            id=message_id, role="user", source=vocab.ToolSource(call_id=call_id), content=[block]
+        )
+        return vocab.ToolResult(
+            turn=turn, step=step, message=message, error=UNSET if self.error is None else self.error
+        )
 
 
 def unknown_tool_result(name: str) -> ToolOutcome:
@@ -339,7 +348,9 @@ def aborted_result() -> ToolOutcome:
 
 def aborted_before_dispatch_result() -> ToolOutcome:
     """The result of a call whose turn was cancelled before it started."""
-    return ToolOutcome.failure("Error: tool call aborted before dispatch", "AbortError", "ABORTED_BEFORE_DISPATCH")
+    return ToolOutcome.failure(
+        "Error: tool call aborted before dispatch", "AbortError", "ABORTED_BEFORE_DISPATCH"
+    )
 
 
 def persistence_result(detail: str) -> ToolOutcome:

@@ -1,4 +1,4 @@
-"""The turn runner of one agent (host §3.3–§3.9): one turn from ``turn/start`` to ``turn/end``.
+"""The turn runner of one agent (host §3.3–3.9): one turn from ``turn/start`` to ``turn/end``.
 
 A turn claims its input from the inbox, then runs steps: the pre-step hook chain, ``step/start``
 and the batch, ``request/header`` when required, the checkpoint flush, the model call with its
@@ -65,7 +65,10 @@ LLM_RETRY = "llm/retry"
 LLM_RETRY_STARTED = "llm/retry-started"
 
 _logger = logging.getLogger("host")
-_ABORTS: dict[CancelCause, vocab.AbortReason] = {"user": vocab.AbortByUser(), "disposed": vocab.AbortDisposed()}
+_ABORTS: dict[CancelCause, vocab.AbortReason] = {
+    "user": vocab.AbortByUser(),
+    "disposed": vocab.AbortDisposed(),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +214,9 @@ class TurnRunner:
                 try:
                     reason = await self._steps(turn, batch)
                 except Exception as exc:
-                    _logger.exception('agent of session "%s": internal error in turn %d', self._session.id, turn.number)
+                    _logger.exception(
+                        'agent of session "%s": internal error in turn %d', self._session.id, turn.number
+                    )
                     reason = error_reason(exception_text(exc), "INTERNAL")
             if turn.abort_cause is not None:  # set by cancel(), the only canceller of turn.scope
                 self._close_aborted(turn)
@@ -353,7 +358,9 @@ class TurnRunner:
     async def _call_model(self, turn: _Turn, step: int, route: Route) -> Outcome:
         """host §3.6: attempts until one succeeds, fails terminally, or retries run out."""
         if route.model is None:
-            return Failed(make_failure(f'no model configured for provider "{route.provider}"', "MISSING_CONFIG"))
+            return Failed(
+                make_failure(f'no model configured for provider "{route.provider}"', "MISSING_CONFIG")
+            )
         request = ModelRequest(
             session_id=self._session.id,
             turn=turn.number,
@@ -374,7 +381,9 @@ class TurnRunner:
         retries = 0
         while True:
             outcome = await run_attempt(adapter, request, on_chunk)
-            if not (isinstance(outcome, Failed) and is_retryable(outcome.failure) and retries < self._max_retries):
+            if not (
+                isinstance(outcome, Failed) and is_retryable(outcome.failure) and retries < self._max_retries
+            ):
                 return outcome
             retries += 1
             delay = retry_delay_ms(retries, outcome.failure, uniform=self._uniform)
@@ -394,7 +403,8 @@ class TurnRunner:
             )
             await trio.sleep(delay / 1000)
             self._session.append(
-                LLM_RETRY_STARTED, LlmRetryStarted(retry_id=retry_id, turn=turn.number, step=step, retry=retries)
+                LLM_RETRY_STARTED,
+                LlmRetryStarted(retry_id=retry_id, turn=turn.number, step=step, retry=retries),
             )
 
     # --- tools ------------------------------------------------------------------------------------
@@ -426,10 +436,14 @@ class TurnRunner:
         return failure
 
     def _append_call(self, turn: _Turn, call: vocab.ToolCallBlock) -> int:
-        data = vocab.ToolCall(turn=turn.number, step=turn.step or 0, call_id=call.id, name=call.name, arguments=call.arguments)
+        data = vocab.ToolCall(
+            turn=turn.number, step=turn.step or 0, call_id=call.id, name=call.name, arguments=call.arguments
+        )
         return self._session.append(vocab.TOOL_CALL, data).seq
 
-    def _append_result(self, turn: _Turn, call: vocab.ToolCallBlock, call_seq: int, result: ToolOutcome) -> None:
+    def _append_result(
+        self, turn: _Turn, call: vocab.ToolCallBlock, call_seq: int, result: ToolOutcome
+    ) -> None:
         self._session.append(
             vocab.TOOL_RESULT,
             result.data(turn.number, turn.step or 0, call.id, new_id()),

@@ -1,5 +1,5 @@
 """Shared helpers for the agent-loop, session and restart tests: expectations written from the
-spec (host.md §3.5, §3.11; schedule.md §10.2), script adapters, notification waiters, a recording
+spec (host §3.5, host §3.11; schedule §10.2), script adapters, notification waiters, a recording
 pre-step hook and small log queries."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ SYSTEM = (
     "tell the user about it."
 )
 
-# schedule.md §10.2, in registration order
+# schedule §10.2, in registration order
 SCHEDULE_TOOLS = [
     {
         "name": "schedule_create",
@@ -92,7 +92,7 @@ SCHEDULE_TOOLS = [
 
 
 def initial_header(reason: str = "initial", **config: Any) -> dict[str, Any]:
-    """The default ``request/header`` data of a scripted session (host.md §3.5)."""
+    """The default ``request/header`` data of a scripted session (host §3.5)."""
     return {
         "header": {
             "config": {"provider": "scripted", "model": "scripted", **config},

@@ -1,5 +1,5 @@
-"""Acceptance tests of the ``turnlog`` command line as a user meets it (host.md §7, §5.1,
-eventlog.md §10): every command runs as a subprocess of the installed console script, and every
+"""Acceptance tests of the ``turnlog`` command line as a user meets it (host §7, host §5.1,
+log-format §10): every command runs as a subprocess of the installed console script, and every
 expectation comes from the spec text.
 """
 
@@ -128,7 +128,7 @@ def test_a_bad_script_is_a_usage_error_naming_its_line(tmp_path: Path) -> None:
 
 
 def test_unresolvable_system_zone(tmp_path: Path) -> None:
-    """§7 start-up: with time context on, no --time-zone and TZ=EST5EDT, exit 2 before any output."""
+    """host §7 start-up: with time context on, no --time-zone and TZ=EST5EDT, exit 2 before any output."""
     env = clean_env(TZ="EST5EDT")
     root = tmp_path / "root"
     for argv in (["demo", "--seconds", "1"], ["chat"], ["serve"], ["serve", "--time-context"]):
@@ -140,7 +140,7 @@ def test_unresolvable_system_zone(tmp_path: Path) -> None:
         assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), argv
 
 
-# === §7.1 demo ====================================================================================
+# === host §7.1 demo ====================================================================================
 
 
 def test_demo_json(tmp_path: Path) -> None:
@@ -191,7 +191,7 @@ def test_demo_tour(tmp_path: Path) -> None:
     assert not (tmp_path / "dsh").exists()  # TURNLOG_HOME comes first
 
 
-# === §7.2 chat, piped =============================================================================
+# === host §7.2 chat, piped =============================================================================
 
 
 def test_chat_piped(tmp_path: Path) -> None:
@@ -244,7 +244,7 @@ def test_chat_rejects_a_bad_session_id(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-# === §7.3 serve and bare --profile ================================================================
+# === host §7.3 serve and bare --profile ================================================================
 
 
 def test_bare_profile_is_serve_and_patches_are_ignored(tmp_path: Path) -> None:
@@ -266,7 +266,7 @@ def test_serve_start_up_failures_write_no_frame(tmp_path: Path) -> None:
         assert done.stderr.count("\n") == 1 and done.stderr.startswith("turnlog: ")
 
 
-# === §7.4 log commands: mounted, with the root rules of §5.1 ======================================
+# === host §7.4 log commands: mounted, with the root rules of host §5.1 ======================================
 
 
 def test_log_commands_follow_the_root_rules(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
-"""Acceptance audit of the agent loop, sessions and harness (host.md §0–§3, §5, §6.1–§6.2, §8).
+"""Acceptance audit of the agent loop, sessions and harness (host §0–3, host §5, host §6.1–6.2, host §8).
 
-Every expectation here is written from the spec text (host.md, schedule.md §8–§11, timecontext.md
-§3/§11, eventlog.md §5/§9), never from the code's output. The tests go through the public API only:
-``host.testing.open_harness`` (which runs ``host.app.open_host``), ``Host`` methods and
+Every expectation here is written from the reference text (docs/host.md, schedule §8–11, time-context §3
+and time-context §11, log-format §5 and log-format §9), never from the code's output. The tests go
+through the public API only:
+``host.testing.open_harness`` (which runs ``host.open_host``), ``Host`` methods and
 ``Host.subscribe``, the real eventlog store in a temporary directory, and the model adapters.
 
 Expected events are written in full with :class:`Slot` placeholders where the spec leaves a value
@@ -60,7 +61,7 @@ from timecontext import Enter, PreStep, Reject
 
 FIXTURES = DSH_FIXTURES
 
-# host.md §3.5, copied byte for byte
+# host §3.5, copied byte for byte
 DEFAULT_SYSTEM = (
     "You are a helpful assistant. You can create, list and delete reminders with the schedule tools. "
     "A message that starts with [SCHEDULE REMINDER] is a reminder you created earlier that is now due: "
@@ -106,7 +107,7 @@ def _resolve(expected: Any, actual: Any, bound: dict[str, Any]) -> Any:
 
 
 def dumps(value: Any) -> str:
-    """host.md §0: compact, raw non-ASCII, keys in insertion order."""
+    """host §0: compact, raw non-ASCII, keys in insertion order."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=repr)
 
 
@@ -186,7 +187,7 @@ def tool_result_data(turn: int, step: int, call_id: str, body: str, *, error: di
 
 def lines(h: Harness, session_id: str) -> list[dict[str, Any]]:
     """The session's events as written (header line excluded), keys in file order. Every record is
-    compact JSON with raw non-ASCII followed by LF (host.md §0)."""
+    compact JSON with raw non-ASCII followed by LF (host §0)."""
     raw = (h.root / f"{session_id}.jsonl").read_bytes().split(b"\n")
     assert raw[-1] == b""
     values = [json.loads(line) for line in raw[1:-1]]
@@ -240,7 +241,7 @@ async def run_prompts(tmp_path: Path, *prompts: str, **options: Any) -> list[dic
 SLOW = {"text": "a slow answer that streams in pieces", "delayMs": 1000}
 
 
-# === §3.11 event sequences =========================================================================
+# === host §3.11 event sequences =========================================================================
 
 
 async def test_3_11_plain_text_turn(tmp_path, autojump_clock) -> None:
@@ -283,7 +284,7 @@ async def test_3_11_tool_call_turn_then_reminder_follow_up(tmp_path, autojump_cl
         await h.advance(5)
         actual = lines(h, "kitchen")
         follow_up = trace(h)[len(first_activity) :]
-    created_at = actual[9]["time"]  # the create samples the wall clock once (schedule.md §10.5)
+    created_at = actual[9]["time"]  # the create samples the wall clock once (schedule §10.5)
     scheduled = iso(created_at + 5000)
     view = {"id": "schedule-1", "kind": "after", "prompt": "stretch", "afterSeconds": 5, "scheduledAt": scheduled}
     args = '{"prompt":"stretch","after_seconds":5}'
@@ -356,7 +357,7 @@ async def test_3_11_tool_call_turn_then_reminder_follow_up(tmp_path, autojump_cl
     assert follow_up == ["agent/inbox/spliced", "schedule/change", "status:running", *types(actual[19:]), "status:idle"]
 
 
-# === §3.6 / §3.11 model failures and retries =====================================================
+# === host §3.6 / host §3.11 model failures and retries =====================================================
 
 
 class Endpoint:
@@ -538,7 +539,7 @@ async def test_an_empty_completed_response_is_retried_as_empty_response(tmp_path
 
 
 class Broken:
-    """An adapter that raises mid-stream, or ends without a ``finish`` (§6.1)."""
+    """An adapter that raises mid-stream, or ends without a ``finish`` (host §6.1)."""
 
     provider = "scripted"
 
@@ -570,7 +571,7 @@ async def test_an_adapter_that_raises_or_stops_early_is_adapter_error(tmp_path, 
 
 
 async def test_assembly_ids_names_and_malformed_calls(tmp_path, autojump_clock) -> None:
-    """§6.2: a call takes its first non-empty id (else call-<turn>-<step>-<index>) and name, and
+    """host §6.2: a call takes its first non-empty id (else call-<turn>-<step>-<index>) and name, and
     concatenates its arguments; a call without a name is MALFORMED_RESPONSE."""
     chunks = [
         {"type": "block-start", "index": 0, "blockType": "reasoning"},
@@ -612,7 +613,7 @@ async def test_assembly_ids_names_and_malformed_calls(tmp_path, autojump_clock) 
         "message": "tool call 0 has no function name", "code": "MALFORMED_RESPONSE"}}  # fmt: skip
 
 
-# === §3.9 cancellation ============================================================================
+# === host §3.9 cancellation ============================================================================
 
 
 async def test_3_11_user_cancel_while_turn_3_streams_with_one_prompt_queued(tmp_path, autojump_clock) -> None:
@@ -684,7 +685,7 @@ async def test_cancel_clears_next_step_then_next_turn_and_writes_no_empty_splice
     assert types(events[before + 2:]) == ["step/end", "turn/end"]
 
 
-# === §3.2 the inbox ===============================================================================
+# === host §3.2 the inbox ===============================================================================
 
 
 async def test_receipts_record_the_queue_length_before_and_the_target(tmp_path, autojump_clock) -> None:
@@ -757,7 +758,7 @@ async def test_steering_an_idle_agent_opens_a_turn_that_claims_next_step(tmp_pat
         receipt(u, 0, "next-step"), {"turn": 1}, claim(1, "next-step"), {"turn": 1, "step": 1}, u]]  # fmt: skip
 
 
-# === §3.1 / §3.10 phases, status and the agent port ===============================================
+# === host §3.1 / host §3.10 phases, status and the agent port ===============================================
 
 
 async def test_status_flips_once_per_activity_and_never_for_maintenance(tmp_path, autojump_clock) -> None:
@@ -849,7 +850,7 @@ async def test_a_reminder_due_during_a_turn_waits_for_idle(tmp_path, autojump_cl
     assert after_turn_2[0]["data"]["inserted"][0]["source"] == SCHEDULE_SOURCE
 
 
-# === §3.5 request/header ============================================================================
+# === host §3.5 request/header ============================================================================
 
 
 async def test_request_header_initial_change_and_unchanged(tmp_path, autojump_clock) -> None:
@@ -918,7 +919,7 @@ async def test_resume_and_fork_child_headers_are_resume(tmp_path, autojump_clock
     assert [e["data"]["turn"] for e in of_type(alt, "turn/start")] == [1, 2]
 
 
-# === §3.7 tools =======================================================================================
+# === host §3.7 tools =======================================================================================
 
 PROBE_SCHEMA = {
     "type": "object",
@@ -1115,7 +1116,7 @@ async def test_tool_names_are_checked_and_unique(tmp_path, autojump_clock) -> No
         assert "A-z_0" + "9" * 59 not in other.agent.tools  # each session has its own registry
 
 
-# === §3.3 / §3.4 / §3.8 turn/end reasons and the pre-step chain ======================================
+# === host §3.3 / host §3.4 / host §3.8 turn/end reasons and the pre-step chain ==============================
 
 
 @pytest.mark.parametrize("empty_step_2", [False, True])
@@ -1205,7 +1206,7 @@ async def test_internal_error_ends_the_turn_and_the_session_serves_on(tmp_path, 
     assert any(record.exc_info for record in caplog.records)  # a traceback goes to stderr
 
 
-# === §2 derived history ================================================================================
+# === host §2 derived history ================================================================================
 
 
 async def test_derived_history_is_the_surface_in_log_order(tmp_path, autojump_clock) -> None:
@@ -1259,7 +1260,7 @@ async def test_a_deepseek_harness_log_with_a_replace_resumes_and_derives_history
     assert of_type(new, "assistant/message")[0]["data"]["message"]["content"] == [text("You said: what changed?")]
 
 
-# === §5.3 resume =========================================================================================
+# === host §5.3 resume =======================================================================================
 
 
 def write_log(root: Path, session_id: str, events: list[dict[str, Any]], **header: Any) -> Path:
@@ -1383,7 +1384,7 @@ async def test_resume_dispositions(tmp_path, autojump_clock) -> None:
         assert trace(h, mark) == []  # a resume appends nothing and publishes no status
 
 
-# === §5.2 getting a live session ===========================================================================
+# === host §5.2 getting a live session =======================================================================
 
 
 async def test_one_agent_under_concurrent_first_requests(tmp_path, autojump_clock) -> None:
@@ -1473,7 +1474,7 @@ async def test_busy_corrupt_and_unsupported_files_are_refused_untouched(tmp_path
     assert {p.name: p.read_bytes() for p in root.iterdir()} == before
 
 
-# === §4.3.2 clientTimeZone at the Host ======================================================================
+# === host §4.3.2 clientTimeZone at the Host =================================================================
 
 ACCEPTED_ZONES = [("UTC", "UTC"), ("Etc/UTC", "UTC"), ("Etc/GMT", "UTC"), ("Etc/Zulu", "UTC"),
                   ("asia/shanghai", "Asia/Shanghai"), ("Asia/Calcutta", "Asia/Kolkata"),
@@ -1507,7 +1508,7 @@ async def test_client_time_zone_table(tmp_path, autojump_clock) -> None:
         dumps({"kind": "user", "rpcId": "r", "clientTimeZone": stored}) for _, stored in ACCEPTED_ZONES]
 
 
-# === §4.3.5–§4.3.7 fork, list, history =======================================================================
+# === host §4.3.5–4.3.7 fork, list, history ==================================================================
 
 
 async def test_fork_result_and_refusals(tmp_path, autojump_clock) -> None:
@@ -1609,7 +1610,7 @@ async def test_fork_of_a_live_parent_flushes_it_first(tmp_path, autojump_clock) 
     assert result["seedLength"] == 1 and [e.type for e in child.events] == ["test/note", "session/end-seed"]
 
 
-# === §8 faults in the agent loop ==========================================================================
+# === host §8 faults in the agent loop =======================================================================
 
 
 async def test_checkpoint_flush_failure_ends_the_turn_before_the_request(tmp_path, autojump_clock) -> None:
@@ -1669,7 +1670,7 @@ async def test_a_crash_mid_turn_is_closed_as_interrupted_on_resume(tmp_path, aut
 
 async def test_shutdown_after_a_shielded_tool_keeps_pending_steering_for_the_resume(tmp_path, autojump_clock) -> None:
     """A tool that completes despite the cancel (schedule's shielded append) must not make the
-    aborted turn claim steering that then never reaches the model (§3.3: pending next-step input
+    aborted turn claim steering that then never reaches the model (host §3.3: pending next-step input
     stays queued after an abort)."""
     started = trio.Event()
 

@@ -1,5 +1,5 @@
-"""Acceptance tests of ``turnlog serve`` as an outside client meets it (host.md §4, §6.3–§6.5,
-§7.3, §8): the console script runs as a subprocess and the tests speak raw JSON lines over its
+"""Acceptance tests of ``turnlog serve`` as an outside client meets it (host §4, host §6.3–6.5,
+host §7.3, host §8): the console script runs as a subprocess and the tests speak raw JSON lines over its
 pipes. Every expectation comes from the spec text; each process covers several rules.
 
 Every stdout line the tests read is checked to be one compact JSON frame (``jsonrpc`` ``"2.0"``,
@@ -216,7 +216,7 @@ def serving(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
 
 
 def check_plain_turn(events: list[dict[str, Any]], *, rpc_id: str, text: str, first_seq: int = 0) -> str:
-    """The plain text turn of host.md §3.11 without time context; returns the message id."""
+    """The plain text turn of host §3.11 without time context; returns the message id."""
     assert [e["type"] for e in events] == [
         "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start", "user/message",
         "request/header", "assistant/message", "step/end", "turn/end",
@@ -250,7 +250,7 @@ def check_plain_turn(events: list[dict[str, Any]], *, rpc_id: str, text: str, fi
     return message["id"]
 
 
-# === §3.11, §4.3.1, §4.3.2, §4.3.5–§4.3.7, §4.3.9: one client's session ==========================
+# === host §3.11, host §4.3.1, host §4.3.2, host §4.3.5–4.3.7, host §4.3.9: one client's session =============
 
 
 def test_plain_turn_fork_list_history_and_shutdown(tmp_path: Path) -> None:
@@ -268,7 +268,7 @@ def test_plain_turn_fork_list_history_and_shutdown(tmp_path: Path) -> None:
 
         s.send(prompt("r-1", "main", "hi"))
         frames = s.idle("main")
-        # §4.3.2: the receipt, then running, then the reply; the turn's events; idle last.
+        # host §4.3.2: the receipt, then running, then the reply; the turn's events; idle last.
         assert is_event(frames[0], "main") and frames[1] == status("main", "running")
         message_id = check_plain_turn(events_of(frames), rpc_id="r-1", text="hi")
         assert frames[2] == result("r-1", {"messageId": message_id})
@@ -283,7 +283,7 @@ def test_plain_turn_fork_list_history_and_shutdown(tmp_path: Path) -> None:
         assert all(list(t) == ["name", "description", "parameters"] for t in header["header"]["tools"])
         assert not any(f.get("method") == "session.delta" for f in frames)  # streamDeltas was not asked for
 
-        # §4.3.5: subagent.started after the child is durable and before the reply.
+        # host §4.3.5: subagent.started after the child is durable and before the reply.
         s.send(request("f-1", "session/fork", {"sessionId": "main", "boundarySeq": 8, "childSessionId": "main-alt"}))
         assert s.frame() == {"jsonrpc": "2.0", "method": "subagent.started",
                              "params": {"parentSessionId": "main", "childSessionId": "main-alt"}}
@@ -292,7 +292,7 @@ def test_plain_turn_fork_list_history_and_shutdown(tmp_path: Path) -> None:
         child_header = json.loads(child_lines[0])
         assert child_header["parentSession"] == "main" and child_header["seedLength"] == 9
 
-        # §4.3.6: headers only, sorted by createdAt then sessionId, status only for live sessions,
+        # host §4.3.6: headers only, sorted by createdAt then sessionId, status only for live sessions,
         # a file whose header cannot be read goes to skipped.
         (root / "broken.jsonl").write_bytes(b"not a header\n")
         s.send(request("l-1", "session/list"))
@@ -307,7 +307,7 @@ def test_plain_turn_fork_list_history_and_shutdown(tmp_path: Path) -> None:
         assert [entry["file"] for entry in listed["skipped"]] == ["broken.jsonl"]
         assert isinstance(listed["skipped"][0]["error"], str) and list(listed["skipped"][0]) == ["file", "error"]
 
-        # §4.3.7: a live session from memory, a cold one from disk, the page rules.
+        # host §4.3.7: a live session from memory, a cold one from disk, the page rules.
         s.send(request("h-1", "session/history", {"sessionId": "main", "fromSeq": 7, "limit": 2}))
         main_events = events_of(frames)
         assert compact(s.reply("h-1")) == compact(result("h-1", {
@@ -323,7 +323,7 @@ def test_plain_turn_fork_list_history_and_shutdown(tmp_path: Path) -> None:
         assert cold["header"] == child_header and cold["nextSeq"] == len(child_lines) - 1 and cold["done"] is True
         assert [compact(e).encode() for e in cold["events"]] == child_lines[1:]
 
-        # §4.3.9: the reply {} once everything is flushed, then the process ends with 0.
+        # host §4.3.9: the reply {} once everything is flushed, then the process ends with 0.
         s.send(request("e2aa", "shutdown"))
         assert s.line() == b'{"jsonrpc":"2.0","id":"e2aa","result":{}}\n'
         started = time.monotonic()
@@ -331,7 +331,7 @@ def test_plain_turn_fork_list_history_and_shutdown(tmp_path: Path) -> None:
         assert time.monotonic() - started < EXIT_GUARD_S
         assert s.stderr == []
 
-    # §4.4: each session.event carries the envelope exactly as the log holds it.
+    # host §4.4: each session.event carries the envelope exactly as the log holds it.
     notified = [line for line in s.raw if line.startswith(b'{"jsonrpc":"2.0","method":"session.event"')]
     assert notified == [
         b'{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"main","event":' + line + b"}}\n"
@@ -342,7 +342,7 @@ def test_plain_turn_fork_list_history_and_shutdown(tmp_path: Path) -> None:
     assert list(main_header) == ["type", "version", "id", "createdAt", "cwd", "delegationDepth"]
 
 
-# === §4.3.8, §4.3.2, §4.4, §4.5 with time context on (serve's default) ==========================
+# === host §4.3.8, host §4.3.2, host §4.4, host §4.5 with time context on (serve's default) ==================
 
 
 ACCEPTED_ZONES = [
@@ -362,7 +362,7 @@ def test_time_context_activity_zones_deltas_and_a_reminder(tmp_path: Path) -> No
         rid = "3f2a8f0e-5b1c-4d7e-9a6b-0c1d2e3f4a5b"
         s.send(prompt(rid, "main", "hi"))
         frames = s.idle("main")
-        # §4.3.8: receipt, running, reply, seq 1–9 with the reading at seq 5, idle.
+        # host §4.3.8: receipt, running, reply, seq 1–9 with the reading at seq 5, idle.
         assert is_event(frames[0]) and frames[1] == status("main", "running") and frames[2]["id"] == rid
         events = events_of(frames)
         assert [e["type"] for e in events] == [
@@ -378,7 +378,7 @@ def test_time_context_activity_zones_deltas_and_a_reminder(tmp_path: Path) -> No
         assert "[Europe/Berlin]" in reading["content"][0]["text"]  # the process zone is the display fallback
         assert events[7]["data"]["message"]["content"] == [{"type": "text", "text": "You said: hi"}]
         assert events[9]["data"] == {"turn": 1, "reason": {"kind": "completed"}}
-        # §4.4: deltas only because streamDeltas was true; live only, never persisted.
+        # host §4.4: deltas only because streamDeltas was true; live only, never persisted.
         deltas = [f["params"] for f in frames if f.get("method") == "session.delta"]
         assert deltas and all(list(d) == ["sessionId", "turn", "step", "chunk"] for d in deltas)
         assert all(d["sessionId"] == "main" and d["turn"] == 1 and d["step"] == 1 for d in deltas)
@@ -386,7 +386,7 @@ def test_time_context_activity_zones_deltas_and_a_reminder(tmp_path: Path) -> No
         assert frames.index(next(f for f in frames if f.get("method") == "session.delta")) > frames.index(
             next(f for f in frames if is_event(f) and f["params"]["event"]["type"] == "request/header"))
 
-        # The §4.3.2 example: receipt, running, reply, in this order; the canonical zone is stored.
+        # The host §4.3.2 example: receipt, running, reply, in this order; the canonical zone is stored.
         s.send(request("i2", "initialize", {"provider": "scripted"}))
         s.reply("i2")
         s.send({"jsonrpc": "2.0", "id": "p-2", "method": "session/prompt",
@@ -430,7 +430,7 @@ def test_time_context_activity_zones_deltas_and_a_reminder(tmp_path: Path) -> No
                             for i, (_, stored) in enumerate(ACCEPTED_ZONES)]
         s.idle("zones")
 
-        # §4.5 4: a reminder's follow-up is its own activity: receipt, dispatch, running, turn, idle.
+        # host §4.5 4: a reminder's follow-up is its own activity: receipt, dispatch, running, turn, idle.
         s.send(prompt("rem", "kitchen", "remind me in 1 second to stretch"))
         first_turn = s.idle("kitchen")
         turn_events = events_of(first_turn, "kitchen")
@@ -454,7 +454,7 @@ def test_time_context_activity_zones_deltas_and_a_reminder(tmp_path: Path) -> No
         assert s.end() == 0
 
 
-# === §4.1 framing and classification, §8 bad input ================================================
+# === host §4.1 framing and classification, host §8 bad input ================================================
 
 
 def test_bad_lines_framing_and_classification(tmp_path: Path) -> None:
@@ -546,7 +546,7 @@ def test_bad_lines_framing_and_classification(tmp_path: Path) -> None:
     assert len(overlong) == 6 and len(s.stderr) == 9, s.stderr
 
 
-# === §4.2 errors and the parameter checks of §4.3 =================================================
+# === host §4.2 errors and the parameter checks of host §4.3 =================================================
 
 
 def test_errors_table_and_parameter_checks(tmp_path: Path) -> None:
@@ -641,7 +641,7 @@ def test_errors_table_and_parameter_checks(tmp_path: Path) -> None:
         assert turn[6]["data"]["message"]["content"] == [{"type": "text", "text": "You said: hi"}]
         assert turn[5]["data"]["header"]["config"] == {"provider": "scripted", "model": "scripted"}
 
-        # Working directories (§4.3.4): lazily live, resolved, in memory only.
+        # Working directories (host §4.3.4): lazily live, resolved, in memory only.
         s.send(request("g", "session/working-directory/get", {"sessionId": "w"}))
         assert s.reply("g") == result("g", {"cwd": str(tmp_path)})
         s.send(request("st", "session/working-directory/set", {"sessionId": "w", "path": "sessions"}))
@@ -655,7 +655,7 @@ def test_errors_table_and_parameter_checks(tmp_path: Path) -> None:
         s.send(request("g3", "session/working-directory/get", {"sessionId": "main"}))
         assert s.reply("g3") == result("g3", {"cwd": str(tmp_path)})  # other sessions unaffected
 
-        # Fork refusals and a child id that exists (§4.3.5).
+        # Fork refusals and a child id that exists (host §4.3.5).
         s.send(request("fx", "session/fork", {"sessionId": "main", "childSessionId": "main"}))
         assert s.reply("fx") == error("fx", 'session "main" already exists', code="session-exists")
         s.send(request("fo", "session/fork", {"sessionId": "main", "boundarySeq": 5}))
@@ -671,7 +671,7 @@ def test_errors_table_and_parameter_checks(tmp_path: Path) -> None:
         assert forked[-1] == result("fd", {"sessionId": child, "parentSessionId": "main", "seedLength": 9})
         assert forked[0]["params"] == {"parentSessionId": "main", "childSessionId": child}
 
-        # §4.3.3 on a cold session, then on a live one; the child continues the numbering.
+        # host §4.3.3 on a cold session, then on a live one; the child continues the numbering.
         s.send(request("rs", "session/resume", {"sessionId": child}))
         assert s.reply("rs") == result("rs", {"sessionId": child, "disposition": "resumed"})
         s.send(request("rs2", "session/resume", {"sessionId": child}))
@@ -691,7 +691,7 @@ def test_errors_table_and_parameter_checks(tmp_path: Path) -> None:
     assert s.stderr == [f"turnlog serve: ignored a line that is not valid JSON ({len(deep) + 2} bytes)"]
 
 
-# === §5.3, §5.4, §8: files that cannot be served, one writer per file ============================
+# === host §5.3, host §5.4, host §8: files that cannot be served, one writer per file ========================
 
 
 def test_busy_corrupt_unsupported_and_unwritable(tmp_path: Path) -> None:
@@ -765,7 +765,7 @@ def test_busy_corrupt_unsupported_and_unwritable(tmp_path: Path) -> None:
     assert blocked.read_text() == "x"
 
 
-# === §4.3.9 and §3.9: shutdown while a turn runs ==================================================
+# === host §4.3.9 and host §3.9: shutdown while a turn runs ==================================================
 
 
 @contextmanager
@@ -819,7 +819,7 @@ def test_ends_of_input_and_signals(tmp_path: Path, trigger: str, code: int) -> N
     assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "disposed"}}}
 
 
-# === §6.4, §6.5, §3.6, §3.11: the openai adapter behind serve =====================================
+# === host §6.4, host §6.5, host §3.6, host §3.11: the openai adapter behind serve ===========================
 
 
 class Endpoint:
@@ -876,7 +876,7 @@ def test_openai_routes_failures_and_retries(tmp_path: Path) -> None:
                 "message": 'no model configured for provider "openai"', "code": "MISSING_CONFIG"}}}
             assert endpoint.requests == []
 
-            # §3.11 model failure: 401 → step/end, then turn/end error with status; no assistant message.
+            # host §3.11 model failure: 401 → step/end, then turn/end error with status; no assistant message.
             s.send(request("i1", "initialize", {"model": "m-1"}))
             s.reply("i1")
             endpoint.answer(401, compact({"error": {"message": "Incorrect API key provided",
@@ -948,7 +948,7 @@ def test_openai_routes_failures_and_retries(tmp_path: Path) -> None:
         endpoint.close()
 
 
-# === §6.3 script mode behind serve ================================================================
+# === host §6.3 script mode behind serve ================================================================
 
 
 def test_script_mode_cursor_tools_and_exhaustion(tmp_path: Path) -> None:
@@ -985,7 +985,7 @@ def test_script_mode_cursor_tools_and_exhaustion(tmp_path: Path) -> None:
 
 
 def test_sigkill_then_resume_closes_the_turn_as_interrupted(tmp_path: Path) -> None:
-    """§8: after SIGKILL nothing runs; the next open repairs the log and the session serves on."""
+    """host §8: after SIGKILL nothing runs; the next open repairs the log and the session serves on."""
     root = tmp_path / "sessions"
     with hanging_turn(tmp_path) as s:
         wait_for(lambda: b'"request/header"' in read_or_empty(root / "main.jsonl"))  # the checkpoint is durable
@@ -1010,7 +1010,7 @@ def test_sigkill_then_resume_closes_the_turn_as_interrupted(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("late", [signal.SIGTERM, signal.SIGINT])
 def test_signals_after_the_shutdown_reply_change_nothing(tmp_path: Path, late: signal.Signals) -> None:
-    """§4.3.9: the client may signal right after the reply; the first trigger decided the code."""
+    """host §4.3.9: the client may signal right after the reply; the first trigger decided the code."""
     with serving("--root", str(tmp_path / "sessions"), "--no-time-context") as s:
         s.send(request("bye", "shutdown"))
         assert s.reply("bye") == result("bye", {})

@@ -1,5 +1,5 @@
 """End to end through the real ``deepseek-harness-sdk`` client (0.2.1rc2), unmodified, launching
-``turnlog serve`` as a subprocess on the scripted model (host.md §4, §4.3.8)."""
+``turnlog serve`` as a subprocess on the scripted model (host §4, host §4.3.8)."""
 
 from __future__ import annotations
 

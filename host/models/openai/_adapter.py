@@ -89,12 +89,16 @@ class OpenAIAdapter:
                 responded = True
                 if not 200 <= response.status_code < 300:
                     failure = http_failure(
-                        response.status_code, response.headers, await _read_limited(response), self.url, self._now_ms()
+                        response.status_code,
+                        response.headers,
+                        await _read_limited(response),
+                        self.url,
+                        self._now_ms(),
                     )
                 else:
                     decoder = SSEDecoder()
                     # httpx types aiter_bytes() as an AsyncIterator; it is an async generator (aclose).
-                    async with aclosing(response.aiter_bytes()) as parts:  # type: ignore[type-var]  # as in stream()  # type: ignore[type-var]
+                    async with aclosing(response.aiter_bytes()) as parts:  # type: ignore[type-var]
                         async for part in parts:
                             for chunk in _fold(decoder.feed(part), folder):
                                 yield chunk

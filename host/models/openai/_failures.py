@@ -66,7 +66,9 @@ def http_failure(status: int, headers: Mapping[str, str], body: bytes, url: str,
         code = "QUOTA"
     elif status == 429:
         code = "RATE_LIMIT"
-    elif status == 400 and (code_value == "context_length_exceeded" or (message and _CONTEXT_LENGTH.search(message))):
+    elif status == 400 and (
+        code_value == "context_length_exceeded" or (message and _CONTEXT_LENGTH.search(message))
+    ):
         code = "CONTEXT_WINDOW_EXCEEDED"
     elif status in (400, 413):
         code = "INVALID_REQUEST"

@@ -50,7 +50,9 @@ def map_usage(usage: Mapping[str, Any]) -> vocab.Usage:
     if cached is None:
         cached = count(usage.get("prompt_cache_hit_tokens"))
     completion_details = usage.get("completion_tokens_details")
-    reasoning = count(completion_details.get("reasoning_tokens")) if isinstance(completion_details, Mapping) else None
+    reasoning = (
+        count(completion_details.get("reasoning_tokens")) if isinstance(completion_details, Mapping) else None
+    )
     return vocab.Usage(
         input_tokens=(count(usage.get("prompt_tokens")) or 0) - (cached or 0),
         output_tokens=count(usage.get("completion_tokens")) or 0,
@@ -168,7 +170,9 @@ class StreamFolder:
             calls = sorted(self._calls.values(), key=lambda c: c.index)
             nameless = next((c for c in calls if not c.name), None)
             if nameless is not None:
-                return fail(make_failure(f"tool call {nameless.index} has no function name", "MALFORMED_RESPONSE"))
+                return fail(
+                    make_failure(f"tool call {nameless.index} has no function name", "MALFORMED_RESPONSE")
+                )
             if calls:
                 return finish("tool-calls")
             if self._kinds:

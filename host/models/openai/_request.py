@@ -13,7 +13,11 @@ from .._adapter import ModelRequest
 def _texts(blocks: object) -> list[str]:
     if not isinstance(blocks, list):
         return []
-    return [b["text"] for b in blocks if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    return [
+        b["text"]
+        for b in blocks
+        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
 
 
 def _blocks(message: Mapping[str, Any], block_type: str) -> list[Mapping[str, Any]]:
@@ -44,7 +48,13 @@ def chat_messages(system: str | None, history: Sequence[Mapping[str, Any]]) -> l
         if results:
             for block in results:
                 call_id = block.get("toolCallId")
-                out.append({"role": "tool", "tool_call_id": call_id, "content": "".join(_texts(block.get("content"))) or "(no output)"})
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call_id,
+                        "content": "".join(_texts(block.get("content"))) or "(no output)",
+                    }
+                )
                 if call_id in unanswered:
                     unanswered.remove(call_id)
             continue
@@ -54,7 +64,11 @@ def chat_messages(system: str | None, history: Sequence[Mapping[str, Any]]) -> l
             calls = _blocks(message, "tool-call")
             if calls:
                 entry["tool_calls"] = [
-                    {"id": c.get("id"), "type": "function", "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
+                    {
+                        "id": c.get("id"),
+                        "type": "function",
+                        "function": {"name": c.get("name"), "arguments": c.get("arguments")},
+                    }
                     for c in calls
                 ]
                 unanswered.extend(c.get("id") for c in calls)
@@ -77,7 +91,10 @@ def request_body(request: ModelRequest) -> dict[str, Any]:
     }
     if request.tools:
         body["tools"] = [
-            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
             for t in request.tools
         ]
     if request.max_tokens is not None:

@@ -1,4 +1,4 @@
-"""``turnlog chat`` (host.md §7.2): piped stdin (non-terminal mode) and a pseudo-terminal run
+"""``turnlog chat`` (host §7.2): piped stdin (non-terminal mode) and a pseudo-terminal run
 for reminders arriving while idle and for Ctrl-C."""
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def test_resume_counts_messages_not_lines(tmp_path: Path) -> None:
 
 
 def test_resume_prints_the_files_last_messages_then_what_runs_at_once(tmp_path: Path) -> None:
-    """§7.2 and §5.3 step 4: the recent messages are the file's as it was on disk; a prompt queued
+    """host §7.2 and host §5.3 step 4: the recent messages are the file's as it was on disk; a prompt queued
     in its inbox runs at once on resume and is shown by the live display, not among them."""
     chat(tmp_path, "--session", "q", "--no-time-context", stdin="one\ntwo\nthree\n")
     path = tmp_path / "q.jsonl"

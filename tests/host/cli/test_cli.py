@@ -1,5 +1,5 @@
-"""The ``turnlog`` command line (host.md §7): the demo as a user runs it, help and version,
-usage errors, and the log commands mounted with the host's root rules (§5.1)."""
+"""The ``turnlog`` command line (host §7): the demo as a user runs it, help and version,
+usage errors, and the log commands mounted with the host's root rules (host §5.1)."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def test_demo_in_an_unusable_root_fails_with_one_line(tmp_path: Path) -> None:
 
 
 def test_demo_interrupted_by_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
-    """§7: 130 after SIGINT, also when the Ctrl-C lands while the demo waits inside the host."""
+    """host §7: 130 after SIGINT, also when the Ctrl-C lands while the demo waits inside the host."""
     base = {k: v for k, v in os.environ.items() if k not in ROOT_VARS and k != "TZ"}
     proc = subprocess.Popen(
         [str(TURNLOG), "demo", "--seconds", "60", "--root", str(tmp_path)],

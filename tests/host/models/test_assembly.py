@@ -1,5 +1,5 @@
 """Model interface: retry classification and delays (host §3.6), chunk conversion and assembly
-(host §6.1, §6.2). Expectations are the JSON shapes of host §6.1, compared through
+(host §6.1, host §6.2). Expectations are the JSON shapes of host §6.1, compared through
 ``msgspec.to_builtins``."""
 
 from __future__ import annotations

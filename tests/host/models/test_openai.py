@@ -1,4 +1,4 @@
-"""The openai adapter against a real HTTP/1.1 server on 127.0.0.1 (host.md §6.4)."""
+"""The openai adapter against a real HTTP/1.1 server on 127.0.0.1 (host §6.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provider table and configuration (host.md §6.5)."""
+"""Provider table and configuration (host §6.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""JSON-RPC 2.0 over stdio (host.md §4, §8): framing, classification, every error code, the
+"""JSON-RPC 2.0 over stdio (host §4, host §8): framing, classification, every error code, the
 methods, ordering guarantees, concurrency and the shutdown paths. Expected strings, codes and
 orders are copied from the spec."""
 
@@ -66,7 +66,7 @@ def test_splitter_reports_an_overlong_line_once_and_drops_it_up_to_the_next_lf()
 
 @pytest.mark.parametrize("piece", [1, 100, 601, 5000])
 def test_splitter_head_of_an_overlong_line_does_not_depend_on_chunking(piece: int) -> None:
-    """§8: the id is searched in the first 1024 bytes of the line, also under a smaller limit."""
+    """host §8: the id is searched in the first 1024 bytes of the line, also under a smaller limit."""
     line = b'{"pad":"' + b"p" * 690 + b'","id":7,"method":"session/list"}'
     data = line + b"\n" + line
     splitter = LineSplitter(600)
@@ -271,7 +271,7 @@ async def test_initialize_unknown_provider_leaves_the_route(tmp_path: Path) -> N
 
 
 async def test_plain_prompt_frames_in_order(tmp_path: Path) -> None:
-    """§4.3.2 and §3.11's plain text turn: receipt, running, reply, the turn, idle."""
+    """host §4.3.2 and host §3.11's plain text turn: receipt, running, reply, the turn, idle."""
     async with running_server(tmp_path) as s:
         await s.wire.send(prompt("r-1", "main", "hi"))
         frames = await s.wire.idle("main")
@@ -471,7 +471,7 @@ async def test_overlong_lines(tmp_path: Path) -> None:
 
 
 async def test_overlong_line_sent_in_pieces_still_gets_its_id_answered(tmp_path: Path) -> None:
-    """§8: an id within the first 1024 bytes gets line-too-long even when the limit is smaller
+    """host §8: an id within the first 1024 bytes gets line-too-long even when the limit is smaller
     and the line arrives in several reads."""
     line = json.dumps({"jsonrpc": "2.0", "params": {"pad": "p" * 700}, "id": "late", "method": "session/list"})
     async with running_server(tmp_path, max_line_bytes=600) as s:
@@ -732,7 +732,7 @@ async def test_every_event_of_an_activity_is_between_running_and_idle(tmp_path: 
     assert reminder[0]["type"] == "agent/inbox/spliced"
     assert reminder[0]["data"]["inserted"][0]["source"] == {"kind": "plugin", "plugin": "schedule"}
     assert reminder[1]["type"] == "schedule/change" and reminder[1]["data"]["operation"] == "dispatch"
-    # receipt splice → dispatch → running → turn … → idle (host.md §3.10)
+    # receipt splice → dispatch → running → turn … → idle (host §3.10)
     assert marks[second:second + 3] == ["event", "event", "running"]
     assert marks[-1] == "idle" and "idle" not in marks[second:-1]
 
@@ -760,7 +760,7 @@ async def test_shutdown_flushes_replies_and_exits_zero(tmp_path: Path) -> None:
 
 
 async def test_no_notification_once_shutdown_has_begun(tmp_path: Path) -> None:
-    """§4.3.9 step 2: from the moment shutdown begins nothing but replies is written, even for a
+    """host §4.3.9 step 2: from the moment shutdown begins nothing but replies is written, even for a
     follow-up (a reminder, say) queued in the same instant, before the server task runs again."""
     async with running_server(tmp_path) as s:
         await s.wire.send(prompt("p", "main", "hi"))
@@ -778,7 +778,7 @@ async def test_no_notification_once_shutdown_has_begun(tmp_path: Path) -> None:
 
 
 async def test_a_prompt_admitted_as_shutdown_begins_still_gets_its_receipt_first(tmp_path: Path) -> None:
-    """§4.3.2 step 6 and §4.5 2 with §4.3.9 step 2: a prompt that arrived before the shutdown
+    """host §4.3.2 step 6 and host §4.5 2 with host §4.3.9 step 2: a prompt that arrived before the shutdown
     request is admitted while its session opens; its receipt still precedes its reply, and
     nothing else is notified."""
     async with running_server(tmp_path) as s:
@@ -867,7 +867,7 @@ async def test_a_handler_bug_is_internal_and_the_server_serves_on(tmp_path: Path
 
 
 async def test_an_error_message_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """§4.2: the message is a one-line explanation, also for a bug whose text spans lines."""
+    """host §4.2: the message is a one-line explanation, also for a bug whose text spans lines."""
     async with running_server(tmp_path) as s:
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise ValueError("first line\r\n  second line\nthird")

@@ -1,4 +1,4 @@
-"""The agent loop (host.md §3): event sequences, retries, tools, cancellation, steering, limits,
+"""The agent loop (host §3): event sequences, retries, tools, cancellation, steering, limits,
 pre-step hooks and request headers — on the real eventlog store under virtual time."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def sleeping_tool(name: str, started: trio.Event) -> FunctionTool:
     return FunctionTool(ToolSpec(name, "sleeps until cancelled", {"type": "object"}), body)
 
 
-# --- §3.11 sequences ---------------------------------------------------------------------------------
+# --- host §3.11 sequences ---------------------------------------------------------------------------------
 
 
 async def test_plain_text_turn_is_byte_exact(tmp_path, autojump_clock) -> None:
@@ -192,13 +192,13 @@ async def test_tool_turn_then_reminder_follow_up_matches_the_spec(tmp_path, auto
     )
     assert texts(d[24]["message"]) == "Reminder: stretch"
     assert events[17]["time"] == B + 5000
-    # receipt → dispatch → running → turn → idle (host.md §3.10)
+    # receipt → dispatch → running → turn → idle (host §3.10)
     follow_up = order[order.index("status:idle") + 1 :]
     assert follow_up[:4] == ["agent/inbox/spliced", "schedule/change", "status:running", "turn/start"]
     assert follow_up[-2:] == ["turn/end", "status:idle"]
 
 
-# --- model failures and retries (§3.6) ----------------------------------------------------------------
+# --- model failures and retries (host §3.6) ----------------------------------------------------------------
 
 
 async def test_terminal_model_failure_ends_the_step_and_turn(tmp_path, autojump_clock) -> None:
@@ -327,7 +327,7 @@ async def test_deltas_are_live_only(tmp_path, autojump_clock) -> None:
     assert not of_type(events, "assistant/chunk")
 
 
-# --- tools (§3.7) -------------------------------------------------------------------------------------
+# --- tools (host §3.7) -------------------------------------------------------------------------------------
 
 
 async def test_tool_failures_are_results_and_the_turn_continues(tmp_path, autojump_clock) -> None:
@@ -443,7 +443,7 @@ async def test_a_failed_flush_before_idle_still_goes_idle_and_retries_later(tmp_
         assert h.events("main")[-1]["data"] == {"turn": 2, "reason": {"kind": "completed"}}
 
 
-# --- cancellation (§3.9) ------------------------------------------------------------------------------
+# --- cancellation (host §3.9) ------------------------------------------------------------------------------
 
 
 async def test_user_cancel_while_streaming_clears_the_inbox_and_aborts(tmp_path, autojump_clock) -> None:
@@ -524,7 +524,7 @@ async def test_shutdown_during_a_turn_aborts_as_disposed_and_keeps_queued_input(
     assert texts(of_type(second, "assistant/message")[0]["data"]["message"]) == "after restart"
 
 
-# --- steering, continuation, step limit (§3.3) --------------------------------------------------------
+# --- steering, continuation, step limit (host §3.3) --------------------------------------------------------
 
 
 async def test_steering_joins_the_running_turn_at_the_next_step(tmp_path, autojump_clock) -> None:
@@ -592,7 +592,7 @@ async def test_step_limit_ends_the_turn(tmp_path, autojump_clock) -> None:
     }
 
 
-# --- pre-step hooks (§3.4) ----------------------------------------------------------------------------
+# --- pre-step hooks (host §3.4) ----------------------------------------------------------------------------
 
 
 async def run_with_hook(tmp_path: Any, hook: Hook, **config: Any) -> list[dict[str, Any]]:
@@ -649,7 +649,7 @@ async def test_continuation_steps_report_continuation_to_hooks(tmp_path, autojum
     assert [(p.step, p.continuation) for p in hook.calls] == [(1, False), (2, True)]
 
 
-# --- request/header (§3.5) ----------------------------------------------------------------------------
+# --- request/header (host §3.5) ----------------------------------------------------------------------------
 
 
 async def test_request_header_reasons(tmp_path, autojump_clock) -> None:
@@ -731,7 +731,7 @@ async def test_a_driver_bug_ends_the_turn_as_internal_and_the_session_serves_on(
     assert types(events)[5:8] == ["request/header", "step/end", "turn/end"]
 
 
-# --- the agent port (§3.10) ---------------------------------------------------------------------------
+# --- the agent port (host §3.10) ---------------------------------------------------------------------------
 
 
 async def test_maintenance_is_exclusive_and_latches_the_wake(tmp_path, autojump_clock) -> None:

@@ -1,4 +1,4 @@
-"""The pure projections of host.md §2 (derived history) and §5.3 step 2 (inbox replay)."""
+"""The pure projections of host §2 (derived history) and host §5.3 step 2 (inbox replay)."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def test_a_splice_that_does_not_fit_names_its_seq(bad: Any) -> None:
 @given(st.lists(st.tuples(st.sampled_from(["followup", "steer", "claim-step", "claim-turn", "cancel"]),
                           st.integers(0, 3)), max_size=30))  # fmt: skip
 def test_replaying_host_splices_rebuilds_the_queues(ops: list[tuple[str, int]]) -> None:
-    """Splices written by the rules of host.md §3.2 replay to the queues they describe."""
+    """Splices written by the rules of host §3.2 replay to the queues they describe."""
     log = Log()
     queues: dict[str, list[str]] = {"next-turn": [], "next-step": []}
     for n, (op, k) in enumerate(ops):

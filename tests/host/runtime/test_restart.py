@@ -1,4 +1,4 @@
-"""Restart testing with the harness (issue item 6; schedule.md §11.10; host.md §5.3, §8):
+"""Restart testing with the harness (issue item 6; schedule §11.10; host §5.3, host §8):
 reminders across clean restarts and crashes, every-reminders over 30 virtual days, queued input
 surviving a crash, and refusals that append nothing."""
 
@@ -97,7 +97,7 @@ async def test_crash_before_the_dispatch_is_durable_delivers_at_least_once(tmp_p
 
 
 async def test_a_torn_dispatch_after_a_durable_follow_up_repeats_the_reminder(tmp_path, autojump_clock) -> None:
-    """The documented window (schedule.md §11.10): the follow-up reached the disk, its dispatch
+    """The documented window (schedule §11.10): the follow-up reached the disk, its dispatch
     did not. After the restart the queued follow-up runs and the reminder fires again —
     visible duplication, never silent loss."""
     async with open_harness(tmp_path) as h:

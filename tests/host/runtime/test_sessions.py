@@ -1,4 +1,4 @@
-"""Sessions in the host (host.md §4.3, §5): create, resume, repair, fork, list, history, the
+"""Sessions in the host (host §4.3, host §5): create, resume, repair, fork, list, history, the
 clientTimeZone admission table, refusals that append nothing, and one writer per file."""
 
 from __future__ import annotations
@@ -428,7 +428,7 @@ async def test_history_pages_live_and_cold_sessions(tmp_path, autojump_clock) ->
     assert path.read_bytes() == before
 
 
-# --- root resolution (§5.1) --------------------------------------------------------------------------------
+# --- root resolution (host §5.1) ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -460,7 +460,7 @@ class _Interrupting:
 async def test_a_keyboard_interrupt_inside_a_live_session_reaches_the_caller_unlogged(
     tmp_path, autojump_clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # §7: Ctrl-C exits 130; a session must not swallow it as its own failure.
+    # host §7: Ctrl-C exits 130; a session must not swallow it as its own failure.
     with pytest.raises(BaseException) as raised, trio.fail_after(600):  # virtual: a hang guard
         async with open_harness(tmp_path, adapters=lambda: {"scripted": _Interrupting()}) as h:
             await h.start()

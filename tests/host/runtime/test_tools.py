@@ -1,4 +1,4 @@
-"""Tool registry, argument checks and result texts (host.md §3.7)."""
+"""Tool registry, argument checks and result texts (host §3.7)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from host.runtime import (
 )
 from schedule import InvalidToolArguments
 
-# schedule.md §10.2, the create schema (descriptions dropped).
+# schedule §10.2, the create schema (descriptions dropped).
 CREATE_SCHEMA = {
     "type": "object",
     "properties": {
@@ -340,7 +340,7 @@ async def test_execute_reports_an_unserialisable_value_as_tool_failed() -> None:
 
 
 async def test_execute_reports_a_value_too_deep_to_render_as_tool_failed() -> None:
-    # An error result never ends the turn (§3.7): a value the encoder gives up on is the tool's
+    # An error result never ends the turn (host §3.7): a value the encoder gives up on is the tool's
     # failure, not a bug of the driver.
     async def body(arguments: Any, ctx: ToolContext) -> Any:
         value: list[Any] = []
