@@ -35,6 +35,12 @@ from ._notifications import Status as Status
 from ._notifications import StatusChanged as StatusChanged
 from ._phases import AgentClosed as AgentClosed
 from ._phases import Phase as Phase
+from ._requests import DEFAULT_MAX_RETRIES as DEFAULT_MAX_RETRIES
+from ._requests import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
+from ._requests import LLM_RETRY as LLM_RETRY
+from ._requests import LLM_RETRY_STARTED as LLM_RETRY_STARTED
+from ._requests import ModelCaller as ModelCaller
+from ._requests import Route as Route
 from ._sessions import LiveSession as LiveSession
 from ._sessions import ShutdownReport as ShutdownReport
 from ._sessions import sole_exception as sole_exception
@@ -59,8 +65,5 @@ from ._tools import parse_arguments as parse_arguments
 from ._tools import persistence_result as persistence_result
 from ._tools import schedule_tools as schedule_tools
 from ._tools import unknown_tool_result as unknown_tool_result
-from ._turns import DEFAULT_MAX_RETRIES as DEFAULT_MAX_RETRIES
 from ._turns import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS
-from ._turns import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
 from ._turns import CancelCause as CancelCause
-from ._turns import Route as Route

@@ -24,15 +24,9 @@ from timecontext import PreStepHook
 from ._inbox import Inbox, Target, UserMessage, user_message
 from ._notifications import Status
 from ._phases import AgentClosed, Phase, PhaseGate
+from ._requests import DEFAULT_MAX_RETRIES, DEFAULT_SYSTEM_PROMPT, Route
 from ._tools import ToolRegistry
-from ._turns import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_SYSTEM_PROMPT,
-    CancelCause,
-    Route,
-    TurnRunner,
-)
+from ._turns import DEFAULT_MAX_STEPS, CancelCause, TurnRunner
 
 T = TypeVar("T")
 

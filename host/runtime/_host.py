@@ -43,8 +43,9 @@ from ._boundary import (
 )
 from ._notifications import ChildCreated, Notification
 from ._phases import AgentClosed
+from ._requests import DEFAULT_MAX_RETRIES, DEFAULT_SYSTEM_PROMPT, Route
 from ._sessions import LiveSession, SessionRegistry, ShutdownReport, Wiring
-from ._turns import DEFAULT_MAX_RETRIES, DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, Route
+from ._turns import DEFAULT_MAX_STEPS
 
 _logger = logging.getLogger("host")
 _ABSENT: Any = object()

@@ -29,8 +29,8 @@ from ._boundary import HostError, as_host_error, check_session_id, shutting_down
 from ._history import replay_inbox
 from ._inbox import Target, UserMessage
 from ._notifications import Delta, EventAppended, Notification, Status, StatusChanged
+from ._requests import Route
 from ._tools import ToolRegistry, schedule_tools
-from ._turns import Route
 
 T = TypeVar("T")
 
@@ -224,9 +224,8 @@ class SessionRegistry:
                 async with opening as session:
                     session.on_event(lambda s, e: emit(EventAppended(s.id, e)))
                     inbox = replay_inbox(session.events, session.seed_length) if resume else None
-                    session.add_append_guard(
-                        "schedule/change", lambda s, d: schedule.check_append(s.events, s.seed_length, d)
-                    )
+                    # schedule's incremental guard: a change that would corrupt the fold is refused.
+                    session.add_append_guard("schedule/change", schedule.ScheduleGuard())
                     live = self._wire(session, inbox, scope)
                     self._live[session_id] = live
                     async with trio.open_nursery() as nursery:

@@ -19,28 +19,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import msgspec
 import trio
 from msgspec import UNSET
 
 from eventlog import Event, PersistenceError, Session, vocab
 from eventlog.values import Clock
 from host.models import (
+    Assembled,
     Chunk,
     Failed,
-    Failure,
     ModelAdapter,
-    ModelRequest,
-    Outcome,
-    is_retryable,
     make_failure,
-    retry_delay_ms,
-    run_attempt,
 )
 from timecontext import Enter, PreStep, PreStepHook, Reject
 
-from ._history import HistoryView
 from ._inbox import Inbox, UserMessage, new_id
+from ._requests import ModelCaller, Route
 from ._tools import (
     ToolContext,
     ToolOutcome,
@@ -52,58 +46,13 @@ from ._tools import (
 )
 
 CancelCause = Literal["user", "disposed"]
-
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful assistant. You can create, list and delete reminders with the schedule "
-    "tools. A message that starts with [SCHEDULE REMINDER] is a reminder you created earlier that "
-    "is now due: tell the user about it."
-)
 DEFAULT_MAX_STEPS = 50
-DEFAULT_MAX_RETRIES = 5
-
-LLM_RETRY = "llm/retry"
-LLM_RETRY_STARTED = "llm/retry-started"
 
 _logger = logging.getLogger("host")
 _ABORTS: dict[CancelCause, vocab.AbortReason] = {
     "user": vocab.AbortByUser(),
     "disposed": vocab.AbortDisposed(),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """Where model requests go (host §4.3.1): ``model`` is ``None`` for a non-scripted provider
-    that was given none, and such a request fails with ``MISSING_CONFIG``."""
-
-    provider: str
-    model: str | None
-    max_tokens: int | None = None
-    reasoning_effort: str | None = None
-
-
-class LlmRetry(msgspec.Struct, rename="camel", kw_only=True):
-    """``llm/retry`` data (host §3.6 step 1)."""
-
-    retry_id: str
-    turn: int
-    step: int
-    provider: str
-    mode: Literal["normal"] = "normal"
-    policy_key: Literal["default"] = "default"
-    retry: int
-    max_retries: int
-    delay_ms: int
-    failure: Failure
-
-
-class LlmRetryStarted(msgspec.Struct, rename="camel", kw_only=True):
-    """``llm/retry-started`` data (host §3.6 step 3)."""
-
-    retry_id: str
-    turn: int
-    step: int
-    retry: int
 
 
 def completed_message(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,12 +98,9 @@ class _Turn:
 
 
 class TurnRunner:
-    """Runs the turns of one agent over its eventlog ``Session`` and :class:`Inbox`.
-
-    ``route()`` and ``adapter_for(provider)`` are called at every request, so a new route
-    (``initialize``) takes effect at the next step; ``system`` is fixed. ``on_delta(turn, step,
-    chunk)`` receives every streamed chunk, synchronously.
-    """
+    """Runs the turns of one agent over its eventlog ``Session`` and :class:`Inbox`; its
+    requests are a :class:`~host.runtime._requests.ModelCaller`'s (``route``, ``adapter_for``,
+    ``system``, ``max_retries``, ``uniform`` and ``on_delta`` are passed on to it)."""
 
     def __init__(
         self,
@@ -174,20 +120,23 @@ class TurnRunner:
     ) -> None:
         self._session = session
         self._inbox = inbox
-        self._route = route
-        self._adapter_for = adapter_for
         self.tools = tools
         self._hooks = tuple(hooks)
         self._clock = clock
-        self._system = system or None
         self._max_steps = max_steps
-        self._max_retries = max_retries
-        self._uniform = uniform
-        self._on_delta = on_delta
         self._turn: _Turn | None = None
-        self._history = HistoryView()
-        self._last_turn, self._log_has_header = _scan_log(session.events)
-        self._written_header: vocab.RequestSnapshot | None = None  # the last request/header written here
+        self._last_turn, log_has_header = _scan_log(session.events)
+        self._model = ModelCaller(
+            session,
+            route=route,
+            adapter_for=adapter_for,
+            tools=tools,
+            system=system,
+            max_retries=max_retries,
+            uniform=uniform,
+            on_delta=on_delta,
+            log_has_header=log_has_header,
+        )
 
     def cancel(self, cause: CancelCause) -> None:
         """Cancel the active turn, if any; its cleanup ends it as aborted with ``cause``. A
@@ -246,32 +195,19 @@ class TurnRunner:
             self._session.append(vocab.STEP_START, vocab.StepStart(turn=turn.number, step=step))
             for message in decision.messages:
                 self._session.append(vocab.USER_MESSAGE, message, surface_op="append")
-            route = self._route()
+            route = self._model.route()
             if route.model is not None:
-                self._append_header_if_needed(route)
+                self._model.append_header_if_needed(route)
             try:
                 await self._session.flush()
             except PersistenceError as exc:
                 self._end_step(turn)
                 return error_reason(str(exc), "PERSISTENCE")
-            outcome = await self._call_model(turn, step, route)
+            outcome = await self._model.call(turn.number, step, route)
             if isinstance(outcome, Failed):
                 self._end_step(turn)
                 return vocab.Failed(error=outcome.failure)
-            assert route.model is not None  # a request without a model fails before the call
-            content: list[vocab.ContentBlock] = [*outcome.content]
-            reply = vocab.Message(
-                id=new_id(),
-                role="assistant",
-                source=vocab.ModelSource(provider=route.provider, model=route.model),
-                content=content,
-            )
-            usage = UNSET if outcome.usage is None else outcome.usage
-            self._session.append(
-                vocab.ASSISTANT_MESSAGE,
-                vocab.AssistantMessage(turn=turn.number, step=step, message=reply, usage=usage),
-                surface_op="append",
-            )
+            self._append_reply(turn, step, route, outcome)
             if outcome.finish == "max-tokens":
                 turn.max_tokens = True
             calls = [block for block in outcome.content if isinstance(block, vocab.ToolCallBlock)]
@@ -290,6 +226,23 @@ class TurnRunner:
             batch = self._inbox.claim_steering()
             continuation = bool(calls)
             step += 1
+
+    def _append_reply(self, turn: _Turn, step: int, route: Route, outcome: Assembled) -> None:
+        """host §3.3 step 7: the ``assistant/message`` of a successful call, with its usage."""
+        assert route.model is not None  # a request without a model fails before the call
+        content: list[vocab.ContentBlock] = [*outcome.content]
+        reply = vocab.Message(
+            id=new_id(),
+            role="assistant",
+            source=vocab.ModelSource(provider=route.provider, model=route.model),
+            content=content,
+        )
+        usage = UNSET if outcome.usage is None else outcome.usage
+        self._session.append(
+            vocab.ASSISTANT_MESSAGE,
+            vocab.AssistantMessage(turn=turn.number, step=step, message=reply, usage=usage),
+            surface_op="append",
+        )
 
     def _pre_step(
         self, turn: _Turn, step: int, batch: list[UserMessage], continuation: bool
@@ -328,84 +281,6 @@ class TurnRunner:
                 seq = self._append_call(turn, call)
                 self._append_result(turn, call, seq, aborted_before_dispatch_result())
         self._end_step(turn)
-
-    # --- request header and model call ------------------------------------------------------------
-
-    def _header(self, route: Route, model: str) -> vocab.RequestSnapshot:
-        config = vocab.RequestConfig(
-            provider=route.provider,
-            model=model,
-            reasoning_effort=UNSET if route.reasoning_effort is None else route.reasoning_effort,
-            max_tokens=UNSET if route.max_tokens is None else route.max_tokens,
-        )
-        tools = list(self.tools.specs())
-        return vocab.RequestSnapshot(config=config, system=self._system or UNSET, tools=tools or UNSET)
-
-    def _append_header_if_needed(self, route: Route) -> None:
-        """host §3.5: always on this agent's first request (``initial``, or ``resume`` when the log
-        already has a header); later only when the header changed (``change``)."""
-        assert route.model is not None
-        header = self._header(route, route.model)
-        if self._written_header is None:
-            reason: Literal["initial", "resume", "change"] = "resume" if self._log_has_header else "initial"
-        elif header != self._written_header:
-            reason = "change"
-        else:
-            return
-        self._session.append(vocab.REQUEST_HEADER, vocab.RequestHeader(header=header, reason=reason))
-        self._written_header = header
-
-    async def _call_model(self, turn: _Turn, step: int, route: Route) -> Outcome:
-        """host §3.6: attempts until one succeeds, fails terminally, or retries run out."""
-        if route.model is None:
-            return Failed(
-                make_failure(f'no model configured for provider "{route.provider}"', "MISSING_CONFIG")
-            )
-        request = ModelRequest(
-            session_id=self._session.id,
-            turn=turn.number,
-            step=step,
-            provider=route.provider,
-            model=route.model,
-            system=self._system,
-            messages=tuple(self._history.update(self._session.events)),
-            tools=self.tools.specs(),
-            max_tokens=route.max_tokens,
-            reasoning_effort=route.reasoning_effort,
-        )
-        adapter = self._adapter_for(route.provider)
-
-        def on_chunk(chunk: Chunk) -> None:
-            self._on_delta(turn.number, step, chunk)
-
-        retries = 0
-        while True:
-            outcome = await run_attempt(adapter, request, on_chunk)
-            if not (
-                isinstance(outcome, Failed) and is_retryable(outcome.failure) and retries < self._max_retries
-            ):
-                return outcome
-            retries += 1
-            delay = retry_delay_ms(retries, outcome.failure, uniform=self._uniform)
-            retry_id = new_id()
-            self._session.append(
-                LLM_RETRY,
-                LlmRetry(
-                    retry_id=retry_id,
-                    turn=turn.number,
-                    step=step,
-                    provider=route.provider,
-                    retry=retries,
-                    max_retries=self._max_retries,
-                    delay_ms=delay,
-                    failure=outcome.failure,
-                ),
-            )
-            await trio.sleep(delay / 1000)
-            self._session.append(
-                LLM_RETRY_STARTED,
-                LlmRetryStarted(retry_id=retry_id, turn=turn.number, step=step, retry=retries),
-            )
 
     # --- tools ------------------------------------------------------------------------------------
 
