@@ -571,7 +571,8 @@ class RecordDecoder:
             raise MalformedRecord(UNPARSABLE, f"invalid JSON ({exc})") from None
         if not isinstance(obj, dict):
             raise MalformedRecord(UNPARSABLE, f"not a JSON object ({type(obj).__name__})")
-        if obj.get("type") in ROW_TYPES:
+        kind = obj.get("type")
+        if isinstance(kind, str) and kind in ROW_TYPES:  # a list or an object is no row tag
             return self._expand_row(line, expected_seq)
         _check_envelope(obj)
         if obj["seq"] != expected_seq:

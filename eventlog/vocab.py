@@ -550,12 +550,12 @@ class _Scope(msgspec.Struct):
 
 
 class _Block(msgspec.Struct):
-    type: Any = None
-    id: Any = None
+    type: object = None
+    id: object = None  # a call id only when it is a string
 
 
 class _ToolSourceView(msgspec.Struct):
-    call_id: Any = msgspec.field(default=None, name="callId")
+    call_id: object = msgspec.field(default=None, name="callId")  # read only when a string
 
 
 class _MessageView(msgspec.Struct):
@@ -575,85 +575,119 @@ _STEP_SCOPED = frozenset({ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT})
 
 
 def check_structure(events: Iterable[Event]) -> list[str]:
-    """Messages for every break of the log-format §9.3 order rules, in log order (empty when fine).
+    """Messages for every break of the log-format §9.3 order rules, in log order (empty when
+    fine).
 
     Turns and steps nest (``turn/start``…``turn/end``, ``step/start``…``step/end``);
     ``assistant/message``, ``tool/call`` and ``tool/result`` name the open turn and step; a
     ``tool/result`` answers a ``tool/call`` or a tool-call block of an ``assistant/message`` of
     the same step; steps count up from 1 in each turn; each turn number is the previous plus 1
-    (the first is 1). Data the rules cannot read is skipped here (``decode`` reports it).
+    (the first is 1). Data the rules cannot read (a field of the wrong type, a call id that is
+    not a string) is skipped here; ``decode`` reports it.
     """
-    problems: list[str] = []
-    open_turn: int | None = None
-    last_turn: int | None = None
-    open_step: int | None = None
-    last_step = 0
-    step_calls: set[Any] = set()
-
+    structure = _Structure()
     for event in events:
+        structure.feed(event)
+    return structure.problems
+
+
+class _Structure:
+    """The state of ``check_structure``: the open turn and step and the step's call ids."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.open_turn: int | None = None
+        self.last_turn: int | None = None
+        self.open_step: int | None = None
+        self.last_step = 0
+        self.step_calls: set[str] = set()
+
+    def feed(self, event: Event) -> None:
         kind = event.type
         if kind not in CORE_TYPES:
-            continue
+            return
         where = f"{kind} at seq {event.seq}"
         try:
             scope: _Scope | _MessageScope = (
-                _MESSAGE_SCOPE.decode(event.data) if kind in (ASSISTANT_MESSAGE, TOOL_RESULT) else _SCOPE.decode(event.data)
+                _MESSAGE_SCOPE.decode(event.data)
+                if kind in (ASSISTANT_MESSAGE, TOOL_RESULT)
+                else _SCOPE.decode(event.data)
             )
         except msgspec.DecodeError:
-            continue
-        turn, step = scope.turn, scope.step
+            return
         if kind == TURN_START:
-            if open_turn is not None:
-                problems.append(f"{where} opens turn {turn} while turn {open_turn} is still open")
-            expected = 1 if last_turn is None else last_turn + 1
-            if turn != expected:
-                problems.append(f"{where} has turn {turn}, expected {expected}")
-            open_turn = last_turn = turn
-            open_step = None
-            last_step = 0
-            step_calls = set()
+            self._turn_start(where, scope.turn)
         elif kind == TURN_END:
-            if open_turn is None:
-                problems.append(f"{where} ends turn {turn}, but no turn is open")
-            elif turn != open_turn:
-                problems.append(f"{where} ends turn {turn}, but turn {open_turn} is open")
-            if open_step is not None:
-                problems.append(f"{where} ends turn {turn} while step {open_step} is still open")
-            open_turn = open_step = None
+            self._turn_end(where, scope.turn)
         elif kind == STEP_START:
-            if open_turn is None:
-                problems.append(f"{where} starts step {step} outside a turn")
-            elif turn != open_turn:
-                problems.append(f"{where} names turn {turn}, but turn {open_turn} is open")
-            if open_step is not None:
-                problems.append(f"{where} starts step {step} while step {open_step} is still open")
-            if step != last_step + 1:
-                problems.append(f"{where} has step {step}, expected {last_step + 1}")
-            open_step = last_step = step if step is not None else last_step + 1
-            step_calls = set()
+            self._step_start(where, scope.turn, scope.step)
         elif kind == STEP_END:
-            if open_step is None:
-                problems.append(f"{where} ends step {step}, but no step is open")
-            elif (turn, step) != (open_turn, open_step):
-                problems.append(f"{where} ends turn {turn} step {step}, but turn {open_turn} step {open_step} is open")
-            open_step = None
+            self._step_end(where, scope.turn, scope.step)
         elif kind in _STEP_SCOPED:
-            if open_step is None:
-                problems.append(f"{where} is outside an open step")
-            elif (turn, step) != (open_turn, open_step):
-                problems.append(f"{where} names turn {turn} step {step}, but turn {open_turn} step {open_step} is open")
+            self._in_step(where, scope.turn, scope.step)
             if isinstance(scope, _Scope):  # a tool/call
-                step_calls.add(scope.call_id)
+                if scope.call_id is not None:
+                    self.step_calls.add(scope.call_id)
             elif scope.message is not None:
-                if kind == ASSISTANT_MESSAGE:
-                    for block in scope.message.content or ():
-                        if block.type == "tool-call":
-                            step_calls.add(block.id)
-                elif scope.message.source is not None:
-                    call_id = scope.message.source.call_id
-                    if call_id not in step_calls:
-                        problems.append(
-                            f"{where} answers call {call_id!r}, which no tool/call or tool-call block "
-                            "of the same step made"
-                        )
-    return problems
+                self._message(where, kind, scope.message)
+
+    def _turn_start(self, where: str, turn: int | None) -> None:
+        if self.open_turn is not None:
+            self.problems.append(f"{where} opens turn {turn} while turn {self.open_turn} is still open")
+        expected = 1 if self.last_turn is None else self.last_turn + 1
+        if turn != expected:
+            self.problems.append(f"{where} has turn {turn}, expected {expected}")
+        self.open_turn = self.last_turn = turn
+        self.open_step = None
+        self.last_step = 0
+        self.step_calls = set()
+
+    def _turn_end(self, where: str, turn: int | None) -> None:
+        if self.open_turn is None:
+            self.problems.append(f"{where} ends turn {turn}, but no turn is open")
+        elif turn != self.open_turn:
+            self.problems.append(f"{where} ends turn {turn}, but turn {self.open_turn} is open")
+        if self.open_step is not None:
+            self.problems.append(f"{where} ends turn {turn} while step {self.open_step} is still open")
+        self.open_turn = self.open_step = None
+
+    def _step_start(self, where: str, turn: int | None, step: int | None) -> None:
+        if self.open_turn is None:
+            self.problems.append(f"{where} starts step {step} outside a turn")
+        elif turn != self.open_turn:
+            self.problems.append(f"{where} names turn {turn}, but turn {self.open_turn} is open")
+        if self.open_step is not None:
+            self.problems.append(f"{where} starts step {step} while step {self.open_step} is still open")
+        if step != self.last_step + 1:
+            self.problems.append(f"{where} has step {step}, expected {self.last_step + 1}")
+        self.open_step = self.last_step = step if step is not None else self.last_step + 1
+        self.step_calls = set()
+
+    def _step_end(self, where: str, turn: int | None, step: int | None) -> None:
+        if self.open_step is None:
+            self.problems.append(f"{where} ends step {step}, but no step is open")
+        elif (turn, step) != (self.open_turn, self.open_step):
+            self.problems.append(
+                f"{where} ends turn {turn} step {step}, but turn {self.open_turn} step {self.open_step} is open"
+            )
+        self.open_step = None
+
+    def _in_step(self, where: str, turn: int | None, step: int | None) -> None:
+        if self.open_step is None:
+            self.problems.append(f"{where} is outside an open step")
+        elif (turn, step) != (self.open_turn, self.open_step):
+            self.problems.append(
+                f"{where} names turn {turn} step {step}, but turn {self.open_turn} step {self.open_step} is open"
+            )
+
+    def _message(self, where: str, kind: str, message: _MessageView) -> None:
+        if kind == ASSISTANT_MESSAGE:
+            for block in message.content or ():
+                if block.type == "tool-call" and isinstance(block.id, str):
+                    self.step_calls.add(block.id)
+        elif message.source is not None:
+            call_id = message.source.call_id
+            if isinstance(call_id, str) and call_id not in self.step_calls:
+                self.problems.append(
+                    f"{where} answers call {call_id!r}, which no tool/call or tool-call block of the same step made"
+                )
