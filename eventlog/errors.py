@@ -25,9 +25,20 @@ class InvalidSessionId(EventLogError, ValueError):
 
 
 class SessionNotFound(EventLogError, LookupError):
-    def __init__(self, id: str) -> None:
-        super().__init__(f'session "{id}" not found')
+    """No session file: asked for by id, ``session "<id>" not found``; read by path alone,
+    ``session log "<path>" not found``. ``id`` is the requested id (None when read by path);
+    ``path`` the file looked for, when known."""
+
+    def __init__(self, id: str | None = None, *, path: str | os.PathLike[str] | None = None) -> None:
+        if id is not None:
+            message = f'session "{id}" not found'
+        elif path is not None:
+            message = f'session log "{os.fspath(path)}" not found'
+        else:
+            raise TypeError("SessionNotFound needs the session id or the path looked for")
+        super().__init__(message)
         self.id = id
+        self.path = None if path is None else Path(path)
 
 
 class SessionExists(EventLogError):

@@ -119,6 +119,15 @@ def _chunks(fd: int, offset: int = 0, end: float = math.inf) -> Iterator[bytes]:
         yield chunk
 
 
+def _open_log(path: str | os.PathLike[str], expected_id: str | None) -> int:
+    # A missing file is SessionNotFound (log-format §5.5, log-format §5.6): by the id asked
+    # for, or by the path alone.
+    try:
+        return _open(path)
+    except FileNotFoundError:
+        raise SessionNotFound(expected_id, path=path) from None
+
+
 def read_header(
     path: str | os.PathLike[str],
     *,
@@ -127,10 +136,11 @@ def read_header(
 ) -> SessionHeader:
     """Read and validate line 1 only (8 KiB reads until the first LF).
 
-    With ``expected_id`` the header id must match (log-format §4.2). ``max_bytes`` bounds the header line
-    (``CorruptLog`` beyond it). Raises ``CorruptLog``, ``UnsupportedFormat`` or ``OSError``.
+    With ``expected_id`` the header id must match (log-format §4.2). ``max_bytes`` bounds the
+    header line (``CorruptLog`` beyond it). Raises ``SessionNotFound`` for a missing file,
+    ``CorruptLog``, ``UnsupportedFormat`` or ``OSError``.
     """
-    fd = _open(path)
+    fd = _open_log(path, expected_id)
     try:
         parts: list[bytes] = []
         size = 0
@@ -155,24 +165,15 @@ def read_header(
     return decode_header(b"".join(parts), path, expected_id=expected_id)
 
 
-def _open_log(path: str | os.PathLike[str], expected_id: str | None) -> int:
-    # A missing file named by id is SessionNotFound (log-format §5.6); by path, the OSError itself.
-    try:
-        return _open(path)
-    except FileNotFoundError:
-        if expected_id is None:
-            raise
-        raise SessionNotFound(expected_id) from None
-
-
 def read_log(
     path: str | os.PathLike[str], *, expected_id: str | None = None
 ) -> LogSnapshot:
     """Read a whole log without writing it: header, committed valid events, would-be repair.
 
-    With ``expected_id`` the header id must match (log-format §4.2) and a missing file raises
-    ``SessionNotFound``; without it the file name is never interpreted. Raises ``CorruptLog``
-    (header, identity, committed corruption, ``seedLength``, unrepairable open turn),
+    With ``expected_id`` the header id must match (log-format §4.2); without it the file name
+    is never interpreted. A missing file raises ``SessionNotFound`` (``session "<id>" not
+    found`` by id, ``session log "<path>" not found`` by path). Raises ``CorruptLog`` (header,
+    identity, committed corruption, ``seedLength``, unrepairable open turn),
     ``UnsupportedFormat`` or ``OSError``.
     """
     fd = _open_log(path, expected_id)
@@ -544,10 +545,11 @@ def iter_events(path: str | os.PathLike[str], *, start_seq: int = 0) -> Iterator
     Memory stays bounded by one chunk plus the largest record. Stops silently at the committed
     end (a torn or droppable tail is not an error); raises ``CorruptLog`` where ``read_log``
     would (header errors, committed corruption, ``seedLength`` beyond the events, an open turn
-    repair could not close), possibly after yielding the events before the problem.
+    repair could not close), possibly after yielding the events before the problem. A missing
+    file raises ``SessionNotFound`` (when the iteration starts).
     """
     _check_start_seq(start_seq)
-    fd = _open(path)
+    fd = _open_log(path, None)
     try:
         scanner = Scanner(path)
         turns = TurnTracker(path)
@@ -565,8 +567,12 @@ def iter_events(path: str | os.PathLike[str], *, start_seq: int = 0) -> Iterator
 class _TailState:
     """Where a tail stands: the resumable scan position and what was already yielded."""
 
-    def __init__(self, path: str | os.PathLike[str], start_seq: int) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], start_seq: int, *, expected_id: str | None, follow: bool
+    ) -> None:
         self.path = path
+        self.expected_id = expected_id
+        self.follow = follow  # a missing file is waited for, not an error
         self.next_yield = start_seq  # lowest seq not yielded yet
         self.header: SessionHeader | None = None
         self.inode: tuple[int, int] | None = None
@@ -581,15 +587,20 @@ class _TailState:
         yielded), in non-empty batches, so memory stays bounded by a chunk. Step it from one
         thread at a time; close it if it is abandoned.
 
-        Once the file has been read, its removal counts as a shrink to 0 bytes (reported once)
-        and the follow waits for a file to be published under the name again."""
+        A file that does not exist yet is ``SessionNotFound``, or waited for by a follow (and
+        then its header may still be incomplete when it appears: that is waited out too). Once
+        the file has been read, its removal counts as a shrink to 0 bytes (reported once) and
+        the follow waits for a file to be published under the name again."""
         try:
             fd = _open(self.path)
         except FileNotFoundError:
             if self.inode is None:
                 if self.gone:
                     return  # still gone: wait for the next change
-                raise  # never read: a missing file is an error, as for read_log
+                if not self.follow:
+                    raise SessionNotFound(self.expected_id, path=self.path) from None
+                self.started = True  # not there yet: wait for it, and for its header
+                return
             if on_truncate is not None:
                 on_truncate(0)
             self._rewind(0)
@@ -606,7 +617,7 @@ class _TailState:
             self.inode, self.gone = inode, False
             start, line, next_seq = self.boundaries[-1] if self.boundaries else (0, 0, 0)
             if self.header is None:
-                scanner = Scanner(self.path)
+                scanner = Scanner(self.path, expected_id=self.expected_id)
             else:
                 scanner = Scanner(self.path, resume=(self.header, start, line, next_seq))
             for chunk in _chunks(fd, scanner.file_bytes, size):
@@ -661,9 +672,14 @@ async def tail(
     start_seq: int = 0,
     follow: bool = True,
     on_truncate: Callable[[int], None] | None = None,
+    expected_id: str | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Yield the committed events with ``seq >= start_seq``; with ``follow`` keep yielding new
     ones as their records become complete (log-format §5.5, log-format §10.4).
+
+    A file that does not exist is ``SessionNotFound`` without ``follow``; a follow waits for it
+    to appear (as ``tail -F`` does) and then yields from ``start_seq``. With ``expected_id`` the
+    header id must match (log-format §4.2), checked when the header is read.
 
     Follows with ``watchfiles.awatch`` on the file's directory (filtered to this file and the
     temp names it was published under, ~50 ms debounce) and re-reads every 200 ms without a
@@ -674,18 +690,22 @@ async def tail(
     shrink to 0 bytes: the follow then waits for a file to be published under the name again.
     Raises ``CorruptLog`` (header errors, committed corruption, ``seedLength`` beyond the
     events; never for an open turn, which a live writer may still close) or
-    ``UnsupportedFormat`` as ``read_log`` does, and ``OSError`` if the file cannot be opened.
-    Use it with ``contextlib.aclosing`` so the watcher stops promptly.
+    ``UnsupportedFormat`` as ``read_log`` does; ``SessionNotFound`` for a follow whose
+    directory does not exist (there is nothing to watch); ``OSError`` if the file cannot be
+    opened. Use it with ``contextlib.aclosing`` so the watcher stops promptly.
     """
     _check_start_seq(start_seq)
-    state = _TailState(path, start_seq)
+    state = _TailState(path, start_seq, expected_id=expected_id, follow=follow)
     changes = None
     if follow:
         import watchfiles  # here: only a follow needs it, not every importer of eventlog
 
         target = os.path.abspath(path)
+        directory = os.path.dirname(target)
+        if not os.path.isdir(directory):
+            raise SessionNotFound(expected_id, path=path)
         changes = watchfiles.awatch(
-            os.path.dirname(target),
+            directory,
             watch_filter=_concerns_log(target),
             debounce=TAIL_DEBOUNCE_MS,
             step=10,

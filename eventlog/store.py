@@ -304,7 +304,10 @@ class SessionStore:
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     continue
-                header, problem = _list_header(path, sid)
+                try:
+                    header, problem = _list_header(path, sid)
+                except SessionNotFound:
+                    continue  # removed since the listing: no longer a store file
                 info = SessionInfo(sid, path, st.st_size, header, problem)
                 if header is not None and problem is None:
                     good.append((header.created_at, sid, info))
@@ -488,7 +491,8 @@ def _delete(id: str, path: Path) -> None:
 
 
 def _list_header(path: Path, id: str) -> tuple[SessionHeader | None, str | None]:
-    """Line 1 of a store file (8 KiB reads until the first LF): its header, or the problem."""
+    """Line 1 of a store file (8 KiB reads until the first LF): its header, or the problem.
+    Raises ``SessionNotFound`` for a file removed since the root was listed."""
     try:
         return read_header(path, expected_id=id, max_bytes=HEADER_LIMIT), None
     except CorruptLog as exc:
@@ -502,19 +506,17 @@ def _list_header(path: Path, id: str) -> tuple[SessionHeader | None, str | None]
 def _fork_file(
     path: Path, expected_id: str | None, at: int | None, child_path: Path, now: int
 ) -> SessionHeader:
-    """Fork a cold parent file: read-only, streamed (memory bounded by the largest record)."""
-    try:
-        parent = read_header(path, expected_id=expected_id)
-        _check_at(at, parent.id)
-        if at is None:
-            # The boundary is the last event; the header's seedLength needs it before the
-            # child's first byte, so count first (streaming, like the copy below).
-            boundary = sum(1 for _ in iter_events(path)) - 1
-        else:
-            boundary = at
-        return _write_child(parent, iter_events(path), boundary, child_path, now)
-    except FileNotFoundError:
-        raise SessionNotFound(expected_id or str(path)) from None
+    """Fork a cold parent file: read-only, streamed (memory bounded by the largest record).
+    A missing parent is the readers' ``SessionNotFound``."""
+    parent = read_header(path, expected_id=expected_id)
+    _check_at(at, parent.id)
+    if at is None:
+        # The boundary is the last event; the header's seedLength needs it before the child's
+        # first byte, so count first (streaming, like the copy below).
+        boundary = sum(1 for _ in iter_events(path)) - 1
+    else:
+        boundary = at
+    return _write_child(parent, iter_events(path), boundary, child_path, now)
 
 
 def _write_child(

@@ -60,12 +60,14 @@ class CommandFailed(Exception):
 
 @dataclass
 class Env:
-    """What a command runs against: the session root, the packages' checks, the streams."""
+    """What a command runs against: the session root, the packages' checks, the streams, and
+    the program's name for hints."""
 
     root: Path
     checks: tuple[Check, ...]
     out: IO[str]
     err: IO[str]
+    prog: str = "turnlog"
 
     def store(self) -> SessionStore:
         return SessionStore(self.root)
@@ -103,14 +105,15 @@ def _resolve(arg: str, env: Env) -> tuple[Path, str | None]:
         raise UsageError(f"{exc} (to read a file, give a path containing '/', e.g. ./{arg})") from None
 
 
-def _not_found_hint(arg: str) -> str:
+def _not_found_message(env: Env, arg: str, exc: SessionNotFound) -> str:
+    """A missing log: by id, ``session "<id>" not found in <root>; see turnlog ls`` (and how to
+    read a file of that name in the current directory, if there is one); by path, the error."""
+    if exc.id is None:
+        return str(exc)
+    message = f"{exc} in {env.root}; see {env.prog} ls"
     if Path(arg).is_file():
-        return f' (to read the file in the current directory, write "./{arg}")'
-    return ""
-
-
-def _not_found_message(arg: str, exc: SessionNotFound) -> str:
-    return f"{exc}{_not_found_hint(arg)}"
+        message += f' (to read the file in the current directory, write "./{arg}")'
+    return message
 
 
 def _file_size(path: Path) -> int:
@@ -230,7 +233,7 @@ async def _read_snapshot(arg: str, env: Env) -> LogSnapshot:
             try:
                 return await env.store().inspect(id)
             except SessionNotFound as exc:
-                raise CommandFailed(f"{exc}{_not_found_hint(arg)}") from None
+                raise CommandFailed(_not_found_message(env, arg, exc)) from None
         return await _in_thread(lambda: read_log(path))
 
     return await _with_progress(env, label, _file_size(path), work)
@@ -282,7 +285,7 @@ async def cmd_validate(args: argparse.Namespace, env: Env) -> int:
             expected_id=id,
             label=label,
             checks=env.checks,
-            not_found=functools.partial(_not_found_message, label),
+            not_found=functools.partial(_not_found_message, env, label),
         )
         verdict = await _with_progress(env, label, _file_size(path), functools.partial(_in_thread, judge))
         verdicts.append(verdict)
@@ -340,28 +343,34 @@ async def _print_last(env: Env, path: Path, label: str, count: int, as_json: boo
 
 async def cmd_tail(args: argparse.Namespace, env: Env) -> int:
     path, id = _resolve(args.log, env)
-    if id is not None:
-        # The identity rule of log-format §4.2 for a log named by id (tail reads by path).
-        try:
+    try:
+        if id is not None:
+            # The identity rule of log-format §4.2 for a log named by id (tail reads by path).
             await _in_thread(lambda: read_header(path, expected_id=id))
-        except FileNotFoundError:
-            raise CommandFailed(f'session "{id}" not found{_not_found_hint(id)}') from None
-    if args.from_seq is not None:
-        next_seq = await _print_from(env, path, args.from_seq, args.json)
-    else:
-        next_seq = await _print_last(env, path, id or str(path), args.lines, args.json)
+        if args.from_seq is not None:
+            next_seq = await _print_from(env, path, args.from_seq, args.json)
+        else:
+            next_seq = await _print_last(env, path, id or str(path), args.lines, args.json)
+    except SessionNotFound as exc:
+        # Without -f a missing log is an error; -f waits for it to appear, like tail -F, in
+        # a directory that exists (log-format §10.4).
+        if not args.follow or not path.parent.is_dir():
+            raise CommandFailed(_not_found_message(env, args.log, exc)) from None
+        env.warn(f"waiting for {path} to appear")
+        next_seq = 0 if args.from_seq is None else args.from_seq
     env.out.flush()
     if args.follow:
-        await _follow_until_interrupted(env, path, next_seq, args.json)
+        await _follow_until_interrupted(env, path, next_seq, args.json, id)
     return 0
 
 
-async def _follow(env: Env, path: Path, start_seq: int, as_json: bool) -> None:
+async def _follow(env: Env, path: Path, start_seq: int, as_json: bool, id: str | None) -> None:
     following = tail(
         path,
         start_seq=start_seq,
         follow=True,
         on_truncate=lambda size: env.warn(f"log truncated to {size} bytes"),
+        expected_id=id,
     )
     async with contextlib.aclosing(following):
         async for event in following:
@@ -369,7 +378,7 @@ async def _follow(env: Env, path: Path, start_seq: int, as_json: bool) -> None:
             env.out.flush()
 
 
-async def _follow_until_interrupted(env: Env, path: Path, start_seq: int, as_json: bool) -> None:
+async def _follow_until_interrupted(env: Env, path: Path, start_seq: int, as_json: bool, id: str | None) -> None:
     """Follow until Ctrl-C (SIGINT), which ends the follow quietly (log-format §10.4).
 
     While following, SIGINT is received as a message, not raised as ``KeyboardInterrupt``: the
@@ -384,7 +393,7 @@ async def _follow_until_interrupted(env: Env, path: Path, start_seq: int, as_jso
                     nursery.cancel_scope.cancel()
 
             nursery.start_soon(stop_on_interrupt)
-            await _follow(env, path, start_seq, as_json)
+            await _follow(env, path, start_seq, as_json, id)
             nursery.cancel_scope.cancel()
 
 
@@ -405,7 +414,7 @@ async def cmd_fork(args: argparse.Namespace, env: Env) -> int:
             env, id or str(path), _file_size(path), lambda: store.fork(source, at=args.at, id=args.id)
         )
     except SessionNotFound as exc:
-        raise CommandFailed(f"{exc}{_not_found_hint(args.log)}") from None
+        raise CommandFailed(_not_found_message(env, args.log, exc)) from None
     except ForkError as exc:
         if exc.code != "OPEN_TURN":
             raise

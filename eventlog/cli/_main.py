@@ -59,7 +59,7 @@ def main(
         # Human output prints a path whose bytes are not UTF-8 as those bytes, as stderr
         # does (backslashreplace), instead of failing under a strict UTF-8 locale.
         reconfigure(errors="surrogateescape")
-    env = Env(root=chosen, checks=tuple(checks), out=out, err=err)
+    env = Env(root=chosen, checks=tuple(checks), out=out, err=err, prog=prog)
     try:
         return trio.run(COMMANDS[args.command], args, env)
     except BaseException as raw:

@@ -1849,7 +1849,7 @@ def test_10_errors_are_one_line_on_stderr(tmp_path: Path, capsys: pytest.Capture
 
 def test_10_not_found_and_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = cli(capsys, "inspect", "nope", "--root", str(tmp_path))
-    assert code == 1 and err == 'turnlog: session "nope" not found\n'
+    assert code == 1 and err == f'turnlog: session "nope" not found in {tmp_path}; see turnlog ls\n'
     code, _, err = cli(capsys, "inspect", "--root", str(tmp_path))
     assert code == 2 and err.startswith("turnlog: ") and err.count("\n") == 1
     code, _, err = cli(capsys, "frobnicate")
@@ -1991,7 +1991,9 @@ def test_10_python_m_eventlog_uses_default_root(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "eventlog", "tail", "nope"], capture_output=True, env=env, text=True, check=False
     )
-    assert result.returncode == 1 and result.stderr == 'turnlog: session "nope" not found\n'
+    root = tmp_path / "home" / "sessions"
+    assert result.returncode == 1
+    assert result.stderr == f'turnlog: session "nope" not found in {root}; see turnlog ls\n'
 
 
 # =========================================================================== deepseek-harness logs

@@ -67,7 +67,7 @@ def error_line(err: str) -> str:
 def test_ls_of_a_missing_or_empty_root_prints_nothing(capsys, tmp_path: Path) -> None:
     assert run(capsys, "ls", "--root", tmp_path / "nowhere") == (0, "", "")
     assert run(capsys, "ls", "--root", tmp_path) == (0, "", "")
-    data, _ = run_json(capsys, "ls", "--root", tmp_path / "nowhere")
+    data, _ = run_json(capsys, "ls", "--root", tmp_path)
     assert data == []
 
 
@@ -284,10 +284,9 @@ def test_inspect_identity_mismatch(capsys, tmp_path: Path) -> None:
 
 def test_inspect_missing_session_and_missing_file(capsys, tmp_path: Path) -> None:
     code, _, err = run(capsys, "inspect", "nope", "--root", tmp_path)
-    assert (code, error_line(err)) == (1, 'turnlog: session "nope" not found')
+    assert (code, error_line(err)) == (1, f'turnlog: session "nope" not found in {tmp_path}; see turnlog ls')
     code, _, err = run(capsys, "inspect", tmp_path / "nope.jsonl")
-    assert code == 1
-    assert str(tmp_path / "nope.jsonl") in error_line(err)
+    assert (code, error_line(err)) == (1, f'turnlog: session log "{tmp_path / "nope.jsonl"}" not found')
 
 
 def test_a_directory_given_as_a_log_is_named_in_the_error(capsys, tmp_path: Path) -> None:
@@ -396,7 +395,7 @@ def test_validate_statuses_for_broken_logs(capsys, tmp_path: Path) -> None:
     assert [v["status"] for v in data] == ["corrupt", "unsupported", "unreadable", "unreadable"]
     assert all(v["events"] is None and len(v["messages"]) == 1 for v in data)
     assert "unparsable committed event at line 4, byte 256" in data[0]["messages"][0]
-    assert 'session "missing" not found' in data[2]["messages"][0]
+    assert data[2]["messages"] == [f'session "missing" not found in {tmp_path}; see turnlog ls']
 
 
 def test_validate_reports_higher_rule_violations_as_invalid(capsys, tmp_path: Path) -> None:
@@ -550,7 +549,9 @@ def test_tail_stops_at_the_committed_end(capsys, root: Path) -> None:
 
 def test_tail_errors(capsys, tmp_path: Path) -> None:
     code, _, err = run(capsys, "tail", "nope", "--root", tmp_path)
-    assert (code, error_line(err)) == (1, 'turnlog: session "nope" not found')
+    assert (code, error_line(err)) == (1, f'turnlog: session "nope" not found in {tmp_path}; see turnlog ls')
+    code, _, err = run(capsys, "tail", tmp_path / "nope.jsonl")
+    assert (code, error_line(err)) == (1, f'turnlog: session log "{tmp_path / "nope.jsonl"}" not found')
     path = tmp_path / "other.jsonl"
     path.write_bytes(b"\n".join(E1_LINES) + b"\n")
     code, _, err = run(capsys, "tail", "other", "--root", tmp_path)
@@ -660,7 +661,10 @@ def test_fork_of_an_empty_log(capsys, tmp_path: Path) -> None:
 
 def test_fork_missing_parent(capsys, tmp_path: Path) -> None:
     code, _, err = run(capsys, "fork", "nope", "--root", tmp_path)
-    assert (code, error_line(err)) == (1, 'turnlog: session "nope" not found')
+    assert (code, error_line(err)) == (1, f'turnlog: session "nope" not found in {tmp_path}; see turnlog ls')
+    code, _, err = run(capsys, "fork", tmp_path / "nope.jsonl", "--root", tmp_path)
+    assert (code, error_line(err)) == (1, f'turnlog: session log "{tmp_path / "nope.jsonl"}" not found')
+
 
 
 # =========================================================================== common rules
@@ -734,8 +738,9 @@ def test_root_resolution(capsys, root: Path, tmp_path: Path, monkeypatch) -> Non
     code, out, _ = run(capsys, "inspect", "demo-1", "--json")
     assert code == 0 and json.loads(out)["id"] == "demo-1"
     # a caller-supplied root (the host's turnlog script) beats the default ...
+    (tmp_path / "elsewhere").mkdir()
     code, _, err = run(capsys, "inspect", "demo-1", root=tmp_path / "elsewhere")
-    assert code == 1 and "not found" in err
+    assert code == 1 and f"not found in {tmp_path / 'elsewhere'}" in err
     # ... and --root beats both, before or after the command
     code, _, _ = run(capsys, "inspect", "demo-1", "--root", root, root=tmp_path / "elsewhere")
     assert code == 0
@@ -820,7 +825,7 @@ def test_module_runs_the_same_commands(root: Path, tmp_path: Path) -> None:
     assert result.returncode == 0 and "ok  demo-1  6 events" in result.stdout
     result = _module("inspect", "nope", "--root", tmp_path)
     assert result.returncode == 1
-    assert result.stderr == 'turnlog: session "nope" not found\n'
+    assert result.stderr == f'turnlog: session "nope" not found in {tmp_path}; see turnlog ls\n'
     result = _module("tail", "demo-1", "-n", "x", "--root", root)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     result = _module("--help")

@@ -137,3 +137,27 @@ def test_tail_f_waits_at_a_torn_record_until_it_completes(root: Path, follower_f
         log.write(full[20:])
     assert follower.lines(1)[0].encode() == full.rstrip(b"\n")
     assert follower.interrupt() == 0
+
+
+@pytest.mark.parametrize("named_by", ["id", "path"])
+def test_tail_f_waits_for_a_session_that_does_not_exist_yet(
+    root: Path, follower_factory, named_by: str
+) -> None:
+    # log-format §10.4: like tail -F, a follow of a missing file says once that it waits, then
+    # follows the file from seq 0 once a writer publishes it.
+    path = root / "later.jsonl"
+    follower = follower_factory("later" if named_by == "id" else path, "--root", root, "--json")
+    assert follower.lines(1, "err") == [f"turnlog: waiting for {path} to appear"]
+
+    async def write() -> None:
+        async with SessionStore(root).create(id="later") as session:
+            session.append("turn/start", {"turn": 1})
+            assert await session.flush() == 0
+            session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+            assert await session.flush() == 1
+
+    trio.run(write)
+    printed = [json.loads(line) for line in follower.lines(2)]
+    assert [(e["seq"], e["type"]) for e in printed] == [(0, "turn/start"), (1, "turn/end")]
+    assert follower.interrupt() == 0
+    assert follower.err.empty()  # the waiting line was said once

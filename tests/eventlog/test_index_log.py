@@ -149,9 +149,9 @@ def test_crlf_records(tmp_path: Path) -> None:
 
 
 def test_errors_are_read_logs(tmp_path: Path) -> None:
-    with pytest.raises(SessionNotFound):
+    with pytest.raises(SessionNotFound, match='^session "nope" not found$'):
         index_log(tmp_path / "nope.jsonl", expected_id="nope")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(SessionNotFound, match="^session log .* not found$"):
         index_log(tmp_path / "nope.jsonl")
     path = write(tmp_path, log_bytes(E1_LINES))
     with pytest.raises(CorruptLog):

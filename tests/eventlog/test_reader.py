@@ -7,13 +7,15 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
+import trio
 
 from eventlog.errors import CorruptLog, SessionNotFound, UnsupportedFormat
-from eventlog.format import SessionHeader
-from eventlog.reader import LogSnapshot, iter_events, read_header, read_log, read_log_fd
+from eventlog.format import Event, SessionHeader
+from eventlog.reader import LogSnapshot, index_log, iter_events, read_header, read_log, read_log_fd, tail
 from tests.eventlog.spec_examples import (
     E1_LINES,
     E4_CLOSERS,
@@ -207,10 +209,37 @@ def test_identity_and_missing_files(tmp_path: Path) -> None:
     assert str(info.value) == (
         f'corrupt session log "{path}": requested id "renamed" does not match header id "demo-1"'
     )
-    with pytest.raises(SessionNotFound, match='session "nope" not found'):
+    with pytest.raises(SessionNotFound) as by_id:
         read_log(tmp_path / "nope.jsonl", expected_id="nope")
-    with pytest.raises(FileNotFoundError):
-        read_log(tmp_path / "nope.jsonl")
+    assert str(by_id.value) == 'session "nope" not found'  # byte for byte, as before
+    assert by_id.value.id == "nope" and by_id.value.path == tmp_path / "nope.jsonl"
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        read_log,
+        index_log,
+        read_header,
+        lambda path: list(iter_events(path)),
+        lambda path: trio.run(lambda: _tail_all(path)),
+    ],
+    ids=["read_log", "index_log", "read_header", "iter_events", "tail"],
+)
+def test_a_missing_file_read_by_path_is_session_not_found(tmp_path: Path, read: Any) -> None:
+    # log-format §5.5: the typed not-found error, naming the path, never a bare FileNotFoundError
+    path = tmp_path / "nope.jsonl"
+    with pytest.raises(SessionNotFound) as info:
+        read(path)
+    assert str(info.value) == f'session log "{path}" not found'
+    assert info.value.id is None and info.value.path == path
+    assert not isinstance(info.value, OSError)
+    with pytest.raises(SessionNotFound, match='^session "nope" not found$'):
+        read_header(path, expected_id="nope")
+
+
+async def _tail_all(path: Path) -> list[Event]:
+    return [event async for event in tail(path, follow=False)]
 
 
 def test_symlinks_are_not_followed(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from eventlog import SessionStore
-from eventlog.errors import CorruptLog
+from eventlog.errors import CorruptLog, SessionNotFound
 from eventlog.format import Event
 from eventlog.reader import tail
 from tests.eventlog.spec_examples import E1_LINES, E5_LINES, log_bytes
@@ -228,7 +228,40 @@ async def test_follow_raises_on_committed_corruption(tmp_path: Path) -> None:
     assert seen == list(range(6))
 
 
-async def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
-        async for _ in tail(tmp_path / "none.jsonl"):
+async def test_a_missing_file_without_follow_is_session_not_found(tmp_path: Path) -> None:
+    with pytest.raises(SessionNotFound, match="^session log .* not found$"):
+        async for _ in tail(tmp_path / "none.jsonl", follow=False):
             pass
+
+
+async def test_follow_waits_for_a_missing_file_to_appear(tmp_path: Path) -> None:
+    # log-format §5.5, log-format §10.4: like tail -F, a follow of a file that does not exist
+    # yet waits for it and then yields its events from seq 0 (the real publish path: a session
+    # created and flushed, then appended to).
+    path = tmp_path / "later.jsonl"
+    async with following(path) as follower:
+        await trio.sleep(0.3)  # the follow is waiting: nothing to yield, no error
+        assert follower.nothing_pending()
+        async with SessionStore(tmp_path).create(id="later") as session:
+            session.append("note/added", "a")
+            assert await session.flush() == 0
+            assert await follower.next_seqs(1) == [0]
+            session.append("note/added", "b")
+            assert await session.flush() == 1
+            assert await follower.next_seqs(1) == [1]
+
+
+async def test_follow_of_a_missing_file_checks_the_identity_when_it_appears(tmp_path: Path) -> None:
+    path = tmp_path / "other.jsonl"
+    with trio.fail_after(GUARD_S):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_publish_later, path)
+            with pytest.raises(CorruptLog, match='requested id "other" does not match header id "demo-1"'):
+                async with aclosing(tail(path, expected_id="other")) as events:
+                    async for _ in events:
+                        pass
+
+
+async def _publish_later(path: Path) -> None:
+    await trio.sleep(0.2)
+    path.write_bytes(log_bytes(E1_LINES))
