@@ -105,6 +105,17 @@ def _resolve(arg: str, env: Env) -> tuple[Path, str | None]:
         raise UsageError(f"{exc} (to read a file, give a path containing '/', e.g. ./{arg})") from None
 
 
+def _check_root(env: Env) -> None:
+    """The root a read-only command consults must exist: a root not created yet is an error, so
+    a mistyped ``--root`` is not taken for an empty store (and neither is a non-directory)."""
+    if not env.root.is_dir():
+        if env.root.exists():
+            raise CommandFailed(f'session root "{env.root}" is not a directory')
+        raise CommandFailed(
+            f"no session root at {env.root} (nothing has been stored there yet; pass --root DIR)"
+        )
+
+
 def _not_found_message(env: Env, arg: str, exc: SessionNotFound) -> str:
     """A missing log: by id, ``session "<id>" not found in <root>; see turnlog ls`` (and how to
     read a file of that name in the current directory, if there is one); by path, the error."""
@@ -191,12 +202,8 @@ async def _in_thread(fn: Callable[[], T]) -> T:
 
 
 async def _store_files(env: Env) -> list[SessionInfo]:
-    """Every store file (``SessionStore.list``); none for a root not created yet. A root that
-    is not a directory fails, so a mistyped ``--root`` is not taken for an empty store."""
-    if not env.root.is_dir():
-        if env.root.exists():
-            raise CommandFailed(f'session root "{env.root}" is not a directory')
-        return []
+    """Every store file (``SessionStore.list``) of a root that exists."""
+    _check_root(env)
     return await env.store().list()
 
 
@@ -230,6 +237,7 @@ async def _read_snapshot(arg: str, env: Env) -> LogSnapshot:
 
     async def work() -> LogSnapshot:
         if id is not None:
+            _check_root(env)
             try:
                 return await env.store().inspect(id)
             except SessionNotFound as exc:
@@ -274,6 +282,8 @@ async def cmd_validate(args: argparse.Namespace, env: Env) -> int:
             path, id = _resolve(arg, env)
             targets.append((path, id, id or arg))
         scan_root = any(id is not None for _, id, _ in targets)
+        if scan_root:
+            _check_root(env)
     else:
         targets = [(info.path, info.id, info.id) for info in await _store_files(env)]
         scan_root = True
@@ -343,6 +353,8 @@ async def _print_last(env: Env, path: Path, label: str, count: int, as_json: boo
 
 async def cmd_tail(args: argparse.Namespace, env: Env) -> int:
     path, id = _resolve(args.log, env)
+    if id is not None:
+        _check_root(env)
     try:
         if id is not None:
             # The identity rule of log-format §4.2 for a log named by id (tail reads by path).

@@ -1859,9 +1859,16 @@ def test_10_not_found_and_usage_errors(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_10_1_ls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = cli(capsys, "ls", "--root", str(tmp_path / "missing"))
-    assert (code, out) == (0, "")
-    code, out, _ = cli(capsys, "ls", "--root", str(tmp_path / "missing"), "--json")
+    # A root not created yet is an error (log-format §10.1 as this round changes it); an
+    # existing empty one lists nothing.
+    missing = tmp_path / "missing"
+    for json_flag in ([], ["--json"]):
+        code, out, err = cli(capsys, "ls", "--root", str(missing), *json_flag)
+        assert (code, out) == (1, "")
+        assert err == f"turnlog: no session root at {missing} (nothing has been stored there yet; pass --root DIR)\n"
+    missing.mkdir()
+    assert cli(capsys, "ls", "--root", str(missing))[:2] == (0, "")
+    code, out, _ = cli(capsys, "ls", "--root", str(missing), "--json")
     assert (code, json.loads(out)) == (0, [])
     put(tmp_path / "demo-1.jsonl", log(E1))
     put(tmp_path / "demo-1-b.jsonl", log([E6_HEADER] + E1[1:] + [E6_MARKER]))

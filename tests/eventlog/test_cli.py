@@ -64,8 +64,7 @@ def error_line(err: str) -> str:
 # =========================================================================== ls
 
 
-def test_ls_of_a_missing_or_empty_root_prints_nothing(capsys, tmp_path: Path) -> None:
-    assert run(capsys, "ls", "--root", tmp_path / "nowhere") == (0, "", "")
+def test_ls_of_an_empty_root_prints_nothing(capsys, tmp_path: Path) -> None:
     assert run(capsys, "ls", "--root", tmp_path) == (0, "", "")
     data, _ = run_json(capsys, "ls", "--root", tmp_path)
     assert data == []
@@ -482,7 +481,7 @@ def test_validate_reports_a_symlink_in_the_root(capsys, root: Path) -> None:
 
 
 def test_validate_empty_store(capsys, tmp_path: Path) -> None:
-    assert run(capsys, "validate", "--root", tmp_path / "none") == (0, "", "")
+    assert run(capsys, "validate", "--root", tmp_path) == (0, "", "")
     assert run(capsys, "validate", "--root", tmp_path, "--json") == (0, "[]\n", "")
 
 
@@ -665,6 +664,21 @@ def test_fork_missing_parent(capsys, tmp_path: Path) -> None:
     code, _, err = run(capsys, "fork", tmp_path / "nope.jsonl", "--root", tmp_path)
     assert (code, error_line(err)) == (1, f'turnlog: session log "{tmp_path / "nope.jsonl"}" not found')
 
+
+def test_a_root_that_does_not_exist_is_an_error_for_the_read_only_commands(capsys, tmp_path: Path) -> None:
+    missing = tmp_path / "nonexistent"
+    expected = f"turnlog: no session root at {missing} (nothing has been stored there yet; pass --root DIR)"
+    for argv in (["ls"], ["ls", "--json"], ["validate"], ["validate", "--json"], ["validate", "demo-1"],
+                 ["inspect", "demo-1"], ["tail", "demo-1"], ["tail", "-f", "demo-1"]):
+        code, out, err = run(capsys, *argv, "--root", missing)
+        assert (code, out, error_line(err)) == (1, "", expected), argv
+    assert not missing.exists()  # read-only: nothing was created
+    # an existing empty root prints nothing and succeeds, as before
+    (tmp_path / "empty").mkdir()
+    for argv in (["ls"], ["validate"]):
+        assert run(capsys, *argv, "--root", tmp_path / "empty") == (0, "", ""), argv
+    assert run(capsys, "ls", "--json", "--root", tmp_path / "empty") == (0, "[]\n", "")
+    assert run(capsys, "validate", "--json", "--root", tmp_path / "empty") == (0, "[]\n", "")
 
 
 # =========================================================================== common rules
