@@ -105,6 +105,8 @@ class SessionStore:
         # ids this store has open for writing; None marks an id being created, opened,
         # forked into or deleted
         self._live: dict[str, Session | None] = {}
+        # ids whose file a delete removed but whose root sync failed: a retry finishes it
+        self._unsynced_deletes: set[str] = set()
 
     def __repr__(self) -> str:
         return f"SessionStore({str(self.root)!r})"
@@ -327,10 +329,21 @@ class SessionStore:
 
     async def delete(self, id: str) -> None:
         """Remove session ``id``: take its lock briefly (``SessionBusy`` if held), unlink the
-        file, sync the root. Its forks are independent files and are not touched."""
+        file, sync the root. Its forks are independent files and are not touched.
+
+        Raises ``SessionNotFound`` if there is no file, ``PersistenceError`` on an I/O error. A
+        delete whose unlink succeeded but whose root sync failed can be retried: the retry
+        finds the file gone, syncs the root and returns."""
         path = self.path(id)
         with self._reserve(id, SessionBusy):
-            await trio.to_thread.run_sync(_delete, id, path)
+            try:
+                await trio.to_thread.run_sync(_unlink_session, id, path)
+            except SessionNotFound:
+                if id not in self._unsynced_deletes:
+                    raise
+            self._unsynced_deletes.add(id)
+            await trio.to_thread.run_sync(_sync_root, id, path.parent)
+            self._unsynced_deletes.discard(id)
 
     async def ensure_root(self) -> Path:
         """Create the root now (each missing directory 0700, parents synced) and check it is a
@@ -473,7 +486,8 @@ def _open_locked(id: str, path: Path) -> tuple[int, LogSnapshot]:
     return fd, snapshot
 
 
-def _delete(id: str, path: Path) -> None:
+def _unlink_session(id: str, path: Path) -> None:
+    """Remove the name of session ``id``'s file under its lock (the root is not synced yet)."""
     fd = _lock_store_file(id, path, writable=False)
     try:
         own = fileio.fstat(fd)
@@ -481,13 +495,20 @@ def _delete(id: str, path: Path) -> None:
         if (own.st_dev, own.st_ino) != (named.st_dev, named.st_ino):
             raise SessionBusy(id)  # replaced between our open and our lock
         fileio.unlink(path)
-        fileio.sync_dir(path.parent)
     except FileNotFoundError:
         raise SessionNotFound(id) from None
     except OSError as exc:
         raise PersistenceError(id, f"delete failed: {exc}") from exc
     finally:
         fileio.close(fd)
+
+
+def _sync_root(id: str, root: Path) -> None:
+    """Make a removed name durable: ``fsync`` the root (``PersistenceError`` on failure)."""
+    try:
+        fileio.sync_dir(root)
+    except OSError as exc:
+        raise PersistenceError(id, f"delete failed: {exc}") from exc
 
 
 def _list_header(path: Path, id: str) -> tuple[SessionHeader | None, str | None]:

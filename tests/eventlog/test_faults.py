@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from eventlog import PersistenceError, Session, SessionStore, fileio, read_log
+from eventlog import PersistenceError, Session, SessionNotFound, SessionStore, fileio, read_log
 from tests.eventlog.live_support import E1_BYTES, SetClock, TrioWallClock, place, replay
 from tests.eventlog.spec_examples import E1_LINES, E4_CLOSERS, E5_CLOSERS, E5_LINES, log_bytes
 
@@ -454,3 +454,34 @@ async def test_failed_fork_leaves_nothing_and_retries(
     assert header.seed_length == 6
     assert len(read_log(root / "child.jsonl").events) == 7
     assert parent.read_bytes() == E1_BYTES
+
+
+async def test_a_delete_whose_root_sync_failed_can_be_retried(store: SessionStore, root: Path) -> None:
+    # The unlink succeeded and the root's sync failed: the deletion is not durable yet. A retry
+    # syncs the root and returns (it said SessionNotFound); only then is the session gone.
+    async with store.create(id="doomed") as session:
+        session.append("note/x", {})
+        assert await session.flush() == 0
+    with fileio.fail("sync_dir", errno.EIO) as fault, pytest.raises(PersistenceError, match="delete failed"):
+        await store.delete("doomed")
+    assert fault.failures == 1 and not (root / "doomed.jsonl").exists()
+    with fileio.spy("sync_dir") as synced, fileio.spy("unlink") as unlinked:
+        await store.delete("doomed")
+    assert (synced.calls, unlinked.calls) == (1, 0)
+    with pytest.raises(SessionNotFound, match='^session "doomed" not found$'):
+        await store.delete("doomed")  # done: a third call finds nothing
+
+
+async def test_a_retried_delete_of_a_session_created_again_deletes_the_new_file(
+    store: SessionStore, root: Path
+) -> None:
+    async with store.create(id="again") as session:
+        session.append("note/x", {})
+    with fileio.fail("sync_dir", errno.EIO), pytest.raises(PersistenceError):
+        await store.delete("again")
+    async with store.create(id="again") as session:
+        session.append("note/y", {})
+    await store.delete("again")
+    assert not (root / "again.jsonl").exists()
+    with pytest.raises(SessionNotFound):
+        await store.delete("again")
