@@ -10,12 +10,14 @@ thread (the store does during open), never from two threads at once; it holds no
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from . import fileio
 from .errors import PersistenceError
-from .format import Event, temp_path
+from .format import Event, temp_name_pattern, temp_path
 
 
 class FileFailure(Exception):
@@ -117,6 +119,8 @@ class LogFile:
         self._tmp = tmp
         self._good_size = len(payload)
         self._awaiting_dir_sync = True
+        # Under the lock, before step 5: that root sync also makes the removals durable.
+        remove_leftover_temps(self.path, own=fd, keep=tmp)
 
     def _finish_publish(self) -> None:
         """log-format §6.3 steps 5–6 (and the retry of step 5): check the final name is still this inode,
@@ -215,6 +219,52 @@ class LogFile:
             if self._tmp is not None:
                 _discard(self._tmp)
                 self._tmp = None
+
+
+def remove_leftover_temps(final: Path, *, own: int, keep: Path | None = None) -> bool:
+    """Remove the publish temp names of ``final`` that no publish holds any more (log-format
+    §6.3: a process killed during a first publish leaves one), except ``keep``. ``own`` is the
+    locked descriptor of ``final``'s session: a second name of that file is removed; any other
+    temp file only if its lock can be taken, so one that a live publish holds is kept. Returns
+    True if a name was removed (the caller syncs the root). Best effort: a name that cannot be
+    examined or removed stays (harmless; ``validate`` reports it)."""
+    pattern = temp_name_pattern(final.name)
+    try:
+        names = [name for name in os.listdir(final.parent) if pattern.fullmatch(name)]
+        mine = fileio.fstat(own)
+    except OSError:
+        return False
+    removed = False
+    for name in names:
+        candidate = final.parent / name
+        if candidate == keep or not _abandoned(candidate, mine):
+            continue
+        try:
+            fileio.unlink(candidate)
+        except OSError:
+            continue
+        removed = True
+    return removed
+
+
+def _abandoned(candidate: Path, mine: os.stat_result) -> bool:
+    # A second name of our own (locked) file, or a regular file nobody holds locked.
+    try:
+        named = fileio.lstat(candidate)
+        if (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino):
+            return True
+        if not stat.S_ISREG(named.st_mode):
+            return False
+        fd = fileio.open_existing(candidate, writable=False)
+    except OSError:
+        return False
+    try:
+        fileio.lock(fd)  # released by the close below
+    except OSError:  # BlockingIOError: a live publish holds it
+        return False
+    finally:
+        _close_quietly(fd)
+    return True
 
 
 def _close_quietly(fd: int) -> None:

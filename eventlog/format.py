@@ -57,6 +57,7 @@ __all__ = [
     "decode_header",
     "is_event_type",
     "is_safe_int",
+    "temp_name_pattern",
     "temp_path",
 ]
 
@@ -105,6 +106,11 @@ def check_session_id(id: object) -> str:
 
 # log-format §6.3 step 2: a file is published from "<final name>.<12 lowercase hex>.tmp" beside it.
 TEMP_SUFFIX = r"\.[0-9a-f]{12}\.tmp"
+
+
+def temp_name_pattern(final_name: str) -> re.Pattern[str]:
+    """The publish temp names of the file named ``final_name`` (match with ``fullmatch``)."""
+    return re.compile(re.escape(final_name) + TEMP_SUFFIX)
 
 
 def temp_path(final: Path) -> Path:

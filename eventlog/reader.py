@@ -16,7 +16,6 @@ import errno
 import math
 import operator
 import os
-import re
 from array import array
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
 from pathlib import Path
@@ -28,13 +27,13 @@ import trio
 
 from .errors import CorruptLog, SessionNotFound
 from .format import (
-    TEMP_SUFFIX,
     Event,
     MalformedRecord,
     RecordDecoder,
     SessionHeader,
     check_not_zstd,
     decode_header,
+    temp_name_pattern,
 )
 from .repair import TurnTracker, plan_closers
 from .scan import CHUNK_SIZE, Defect, Scanner
@@ -655,7 +654,7 @@ def _concerns_log(target: str) -> Callable[[object, str], bool]:
     process keeps writing through the descriptor of ``<id>.jsonl.<12 hex>.tmp``, unlinked
     after the link, so its appends never carry the final name."""
     directory, name = os.path.split(target)
-    temp_name = re.compile(re.escape(name) + TEMP_SUFFIX)
+    temp_name = temp_name_pattern(name)
 
     def concerns(_change: object, changed: str) -> bool:
         if changed == target:

@@ -12,6 +12,7 @@ is used from one ``trio.run`` and is not thread-safe.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import errno
 import functools
 import logging
@@ -27,6 +28,7 @@ import msgspec
 import trio
 
 from . import fileio
+from ._logfile import remove_leftover_temps
 from .errors import (
     CorruptLog,
     ForkError,
@@ -471,7 +473,10 @@ def _lock_store_file(id: str, path: Path, *, writable: bool) -> int:
 
 
 def _open_locked(id: str, path: Path) -> tuple[int, LogSnapshot]:
-    """Open ``path`` for writing, lock it, and read it through the locked descriptor."""
+    """Open ``path`` for writing, lock it, and read it through the locked descriptor; then,
+    still under the lock, remove the session's leftover publish temp names (syncing the root
+    if any went). The removal is best effort: at worst a leftover stays, or comes back after a
+    crash, and it is harmless."""
     fd = _lock_store_file(id, path, writable=True)
     try:
         if fileio.fstat(fd).st_nlink == 0:
@@ -480,6 +485,9 @@ def _open_locked(id: str, path: Path) -> tuple[int, LogSnapshot]:
             snapshot = read_log_fd(fd, path, expected_id=id)
         except OSError as exc:
             raise PersistenceError(id, f"cannot read the session file: {exc}") from exc
+        if remove_leftover_temps(path, own=fd):
+            with contextlib.suppress(OSError):
+                fileio.sync_dir(path.parent)
     except BaseException:
         fileio.close(fd)
         raise
