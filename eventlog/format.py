@@ -290,11 +290,50 @@ def decode_header(
 ) -> SessionHeader:
     """Decode and validate header line ``line`` (without its LF) of the log at ``path``.
 
-    Checks, in the order of log-format §3.2: JSON; version first (``UnsupportedFormat`` for any number other
-    than ``0``); retired policy fields; the shape of every known key (unknown keys are ignored);
-    identity against ``expected_id`` (log-format §4.2). Raises ``CorruptLog`` (line 1, byte 0) otherwise.
-    The ``seedLength`` bound needs the event count and is checked by the scanner.
+    Checks, in the order of log-format §3.2: JSON; version first (``UnsupportedFormat`` for any
+    number other than ``0``); retired policy fields; the shape of every known key (unknown keys
+    are ignored); identity against ``expected_id`` (log-format §4.2). Raises ``CorruptLog``
+    (line 1, byte 0) otherwise. The ``seedLength`` bound needs the event count and is checked
+    by the scanner.
     """
+    fields = _HeaderFields(_header_object(line, path, expected_id), path)
+    header_id = fields.string("id", required=True)
+    created_at = fields.count("createdAt", required=True)
+    cwd = fields.string("cwd")
+    if cwd is not None and not (cwd.startswith("/") or _WINDOWS_ABS_RE.match(cwd)):
+        raise _header_shape_error(path, f'"cwd" must be an absolute path, got {_describe(cwd)}')
+    parent_session = fields.string("parentSession")
+    seed_length = fields.count("seedLength")
+    origin = fields.string("origin")
+    if origin is not None and origin != "subagent":
+        raise _header_shape_error(path, f'"origin" must be "subagent", got {_describe(origin)}')
+    delegation_depth = fields.count("delegationDepth")
+    agent_preset = fields.string("agentPreset")
+    owner = fields.string("owner", non_empty=True)
+    assert header_id is not None and created_at is not None
+    if expected_id is not None and header_id != expected_id:
+        raise CorruptLog(
+            path,
+            f'requested id "{expected_id}" does not match header id "{header_id}"',
+            line=1,
+            offset=0,
+        )
+    return SessionHeader(
+        id=header_id,
+        created_at=created_at,
+        cwd=cwd,
+        parent_session=parent_session,
+        seed_length=seed_length,
+        origin=origin,
+        delegation_depth=0 if delegation_depth is None else delegation_depth,
+        agent_preset=agent_preset,
+        owner=owner,
+    )
+
+
+def _header_object(line: bytes, path: str | os.PathLike[str], expected_id: str | None) -> dict[str, Any]:
+    # The header line as a JSON object whose version is 0: steps 2-4 of log-format §3.2 up to
+    # the shape of the other keys (the integer tokens kept apart: -0, fractions, huge numbers).
     try:
         obj = json.loads(
             line.decode("utf-8"),
@@ -315,65 +354,37 @@ def decode_header(
         name = expected_id or (header_id if isinstance(header_id, str) else Path(path).name)
         raise _version_error(version, name, path)
     if "sandboxMode" in obj or "approvalPolicy" in obj:
-        raise CorruptLog(
-            path, "session header uses retired policy baseline fields", line=1, offset=0
-        )
+        raise CorruptLog(path, "session header uses retired policy baseline fields", line=1, offset=0)
     if obj.get("type") != "session":
         raise _header_shape_error(path, f'"type" must be "session", got {_describe(obj.get("type"))}')
     if type(version) is not int:
         raise _header_shape_error(path, f'"version" must be 0, got {_describe(version)}')
+    return obj
 
-    def string(key: str, *, required: bool = False, non_empty: bool = False) -> str | None:
-        value = obj.get(key)
-        if value is None and key not in obj and not required:
+
+class _HeaderFields:
+    # The known keys of a header object, each checked for its shape as it is read.
+
+    def __init__(self, obj: dict[str, Any], path: str | os.PathLike[str]) -> None:
+        self._obj = obj
+        self._path = path
+
+    def string(self, key: str, *, required: bool = False, non_empty: bool = False) -> str | None:
+        value = self._obj.get(key)
+        if value is None and key not in self._obj and not required:
             return None
         if not isinstance(value, str) or (non_empty and not value):
             kind = "a non-empty string" if non_empty else "a string"
-            raise _header_shape_error(path, f'"{key}" must be {kind}, got {_describe(value)}')
+            raise _header_shape_error(self._path, f'"{key}" must be {kind}, got {_describe(value)}')
         return value
 
-    def count(key: str, *, required: bool = False) -> int | None:
-        value = obj.get(key)
-        if value is None and key not in obj and not required:
+    def count(self, key: str, *, required: bool = False) -> int | None:
+        value = self._obj.get(key)
+        if value is None and key not in self._obj and not required:
             return None
         if not _is_seq_int(value):
-            raise _header_shape_error(
-                path, f'"{key}" must be a safe integer >= 0, got {_describe(value)}'
-            )
+            raise _header_shape_error(self._path, f'"{key}" must be a safe integer >= 0, got {_describe(value)}')
         return value
-
-    header_id = string("id", required=True)
-    created_at = count("createdAt", required=True)
-    cwd = string("cwd")
-    if cwd is not None and not (cwd.startswith("/") or _WINDOWS_ABS_RE.match(cwd)):
-        raise _header_shape_error(path, f'"cwd" must be an absolute path, got {_describe(cwd)}')
-    parent_session = string("parentSession")
-    seed_length = count("seedLength")
-    origin = string("origin")
-    if origin is not None and origin != "subagent":
-        raise _header_shape_error(path, f'"origin" must be "subagent", got {_describe(origin)}')
-    delegation_depth = count("delegationDepth")
-    agent_preset = string("agentPreset")
-    owner = string("owner", non_empty=True)
-    assert header_id is not None and created_at is not None
-    if expected_id is not None and header_id != expected_id:
-        raise CorruptLog(
-            path,
-            f'requested id "{expected_id}" does not match header id "{header_id}"',
-            line=1,
-            offset=0,
-        )
-    return SessionHeader(
-        id=header_id,
-        created_at=created_at,
-        cwd=cwd,
-        parent_session=parent_session,
-        seed_length=seed_length,
-        origin=origin,
-        delegation_depth=0 if delegation_depth is None else delegation_depth,
-        agent_preset=agent_preset,
-        owner=owner,
-    )
 
 
 # --------------------------------------------------------------------------- records
