@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import zoneinfo
@@ -15,9 +16,10 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 zoneinfo.reset_tzpath(to=())
 
 # A test run writes nothing into the working tree: hypothesis keeps its example database in the
-# temporary directory locally, and none at all in CI, where every run starts clean and must not
-# depend on what an earlier run found.
-_HYPOTHESIS_DB = Path(tempfile.gettempdir()) / f"turnlog-hypothesis-{os.getuid()}"
+# temporary directory locally (one per checkout, so two clones never replay each other's examples),
+# and none at all in CI, where every run starts clean and must not depend on what an earlier run found.
+_CHECKOUT = hashlib.sha256(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:12]
+_HYPOTHESIS_DB = Path(tempfile.gettempdir()) / f"turnlog-hypothesis-{os.getuid()}-{_CHECKOUT}"
 settings.register_profile("dev", database=DirectoryBasedExampleDatabase(_HYPOTHESIS_DB))
 settings.register_profile("ci", database=None, print_blob=True, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
