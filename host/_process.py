@@ -17,3 +17,12 @@ def package_version() -> str:
         return version("turnlog")
     except PackageNotFoundError:
         return "0.0.0"
+
+
+@functools.cache
+def process_instance() -> str:
+    """This process's instance id, a UUID4 hex fixed for its lifetime (host §4.3.1): a client that
+    reconnects and finds another one knows the host restarted (web §6.10)."""
+    import uuid
+
+    return uuid.uuid4().hex

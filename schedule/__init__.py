@@ -37,6 +37,7 @@ from ._records import Dispatch as Dispatch
 from ._records import EveryRecord as EveryRecord
 from ._records import ScheduleChange as ScheduleChange
 from ._records import decode_change as decode_change
+from ._records import view as view
 from ._runtime import ScheduleRuntime as ScheduleRuntime
 from ._timeparse import format_instant as format_instant
 from ._timeparse import parse_instant as parse_instant
@@ -84,4 +85,5 @@ __all__ = [
     "js_trim",
     "parse_instant",
     "resolve_every",
+    "view",
 ]

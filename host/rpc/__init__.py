@@ -5,14 +5,17 @@ server around it. The WebSocket transport of ``turnlog web`` reuses the connecti
 
 from ._connection import NO_REPLY as NO_REPLY
 from ._connection import Connection as Connection
+from ._connection import OutputLimit as OutputLimit
 from ._params import HISTORY_LIMIT_MAX as HISTORY_LIMIT_MAX
 from ._params import ForkParams as ForkParams
 from ._params import HistoryParams as HistoryParams
 from ._params import InitializeParams as InitializeParams
+from ._params import InspectParams as InspectParams
 from ._params import content_blocks_param as content_blocks_param
 from ._params import fork_params as fork_params
 from ._params import history_params as history_params
 from ._params import initialize_params as initialize_params
+from ._params import inspect_params as inspect_params
 from ._params import mode_param as mode_param
 from ._params import path_param as path_param
 from ._params import session_id_param as session_id_param
@@ -35,6 +38,7 @@ from ._wire import encode as encode
 from ._wire import error_frame as error_frame
 from ._wire import event_frame as event_frame
 from ._wire import flush_failed_at_shutdown as flush_failed_at_shutdown
+from ._wire import history_frame as history_frame
 from ._wire import internal as internal
 from ._wire import line_too_long as line_too_long
 from ._wire import notification_bytes as notification_bytes

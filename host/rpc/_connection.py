@@ -23,7 +23,7 @@ from typing import Any
 
 import trio
 
-from host._process import package_version
+from host._process import package_version, process_instance
 from host.runtime import EventAppended, Host, HostError, Notification, StatusChanged, shutting_down
 
 from ._params import (
@@ -31,6 +31,7 @@ from ._params import (
     fork_params,
     history_params,
     initialize_params,
+    inspect_params,
     mode_param,
     path_param,
     session_id_param,
@@ -42,6 +43,7 @@ from ._wire import (
     classify,
     error_frame,
     event_frame,
+    history_frame,
     internal,
     notification_bytes,
     result_frame,
@@ -86,13 +88,49 @@ NO_REPLY: Any = object()
 """What a handler returns when its reply is sent some other way (or later)."""
 
 
+@dataclass(frozen=True, slots=True)
+class OutputLimit:
+    """The most a connection's output queue may hold: ``frames`` frames or ``bytes`` bytes."""
+
+    frames: int
+    bytes: int
+
+
+class _Output(trio.abc.ReceiveChannel[bytes]):
+    """The receiving end of a connection's output: frames in queue order, counted out as they
+    are taken so that the queue's size in bytes is known."""
+
+    def __init__(self, frames: trio.MemoryReceiveChannel[bytes], connection: Connection) -> None:
+        self._frames = frames
+        self._connection = connection
+
+    async def receive(self) -> bytes:
+        frame = await self._frames.receive()
+        self._connection._queued_bytes -= len(frame)
+        return frame
+
+    def receive_nowait(self) -> bytes:
+        frame = self._frames.receive_nowait()
+        self._connection._queued_bytes -= len(frame)
+        return frame
+
+    def statistics(self) -> trio.MemoryChannelStatistics:
+        return self._frames.statistics()
+
+    async def aclose(self) -> None:
+        await self._frames.aclose()
+
+
 class Connection:
     """One client of ``host``.
 
     ``shutdown(request)`` is the transport's answer to a ``shutdown`` request: it returns once
     the request is taken care of (the transport replies later, :data:`NO_REPLY`) or raises a
     :class:`HostError` that is the reply. ``diagnostic(line)`` receives one stderr line at a time.
-    Output frames are queued without bound on :attr:`output`; :meth:`close_output` ends it.
+    Output frames are queued on :attr:`output`; :meth:`close_output` ends it. Without a ``limit``
+    the queue is unbounded. With one, a frame that would take the queue past it is not queued:
+    the output ends at once, after the frames already queued, and :attr:`overflowed` is set (the
+    transport then drops the client; the host is never made to wait, web §5.2).
     """
 
     def __init__(
@@ -101,13 +139,18 @@ class Connection:
         *,
         shutdown: Callable[[Request], None],
         diagnostic: Callable[[str], None],
+        limit: OutputLimit | None = None,
     ) -> None:
         self.host = host
         self._shutdown = shutdown
         self._diagnostic = diagnostic
+        self._limit = limit
         self.stream_deltas = False
         self._stopping = False
-        self._send, self.output = trio.open_memory_channel[bytes](math.inf)
+        self._send, frames = trio.open_memory_channel[bytes](math.inf)
+        self._queued_bytes = 0
+        self.output = _Output(frames, self)
+        self.overflowed = trio.Event()
         self._prompts: dict[tuple[str, str], list[_Prompt]] = {}
         self._due: _Prompt | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -115,11 +158,20 @@ class Connection:
     # --- output -----------------------------------------------------------------------------------
 
     def send(self, frame: bytes) -> None:
-        """Queue one frame; once the output is gone or closed nothing more can be said."""
+        """Queue one frame; once the output is gone or closed nothing more can be said. A frame
+        over the limit ends the output instead (:attr:`overflowed`)."""
+        limit = self._limit
+        if limit is not None and not self.overflowed.is_set():
+            queued = self._send.statistics().current_buffer_used
+            if queued + 1 > limit.frames or self._queued_bytes + len(frame) > limit.bytes:
+                self.overflowed.set()
+                self._send.close()
+                return
         try:
             self._send.send_nowait(frame)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
+            return
+        self._queued_bytes += len(frame)
 
     def close_output(self) -> None:
         """End :attr:`output` after the frames already queued."""
@@ -269,7 +321,11 @@ class Connection:
         self.stream_deltas = bool(p.stream_deltas)
         return {
             "serverInfo": SERVER_INFO,
-            "turnlog": {"version": package_version(), "root": str(self.host.root)},
+            "turnlog": {
+                "version": package_version(),
+                "root": str(self.host.root),
+                "instance": process_instance(),
+            },
         }
 
     async def _prompt(self, request: Request, once: _Once) -> Any:
@@ -324,7 +380,19 @@ class Connection:
 
     async def _history(self, request: Request, once: _Once) -> Any:
         p = history_params(request.params)
-        return await self.host.history(p.session_id, from_seq=p.from_seq, limit=p.limit)
+        page = await self.host.history_page(
+            p.session_id, from_seq=p.from_seq, before_seq=p.before_seq, limit=p.limit
+        )
+        self.send(history_frame(request.id, page))
+        return NO_REPLY
+
+    async def _cancel(self, request: Request, once: _Once) -> Any:
+        session_id = session_id_param("session/cancel", request.params)
+        return {"cancelled": self.host.cancel(session_id)}
+
+    async def _inspect(self, request: Request, once: _Once) -> Any:
+        p = inspect_params(request.params)
+        return await self.host.inspect(p.session_id, at_seq=p.at_seq)
 
     async def _shutdown_request(self, request: Request, once: _Once) -> Any:
         self._shutdown(request)
@@ -340,5 +408,7 @@ _HANDLERS: dict[str, Callable[[Connection, Request, _Once], Awaitable[Any]]] = {
     "session/fork": Connection._fork,
     "session/list": Connection._list,
     "session/history": Connection._history,
+    "session/cancel": Connection._cancel,
+    "session/inspect": Connection._inspect,
     "shutdown": Connection._shutdown_request,
 }

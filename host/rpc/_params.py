@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from eventlog.values import MAX_SAFE_INTEGER
-from host.runtime import SESSION_ID_RULE, HostError, check_session_id
+from host.runtime import SESSION_ID_RULE, HostError, bad_at_seq, check_session_id
 
 HISTORY_LIMIT_MAX = 10_000
 
@@ -134,16 +134,24 @@ def fork_params(params: Mapping[str, Any]) -> ForkParams:
 class HistoryParams:
     session_id: str
     from_seq: int
+    before_seq: int | None
     limit: int
 
 
 def history_params(params: Mapping[str, Any]) -> HistoryParams:
-    """host §4.3.7: ``sessionId``, ``fromSeq`` (a safe integer ≥ 0, default 0) and ``limit`` (an
-    integer from 1 to 10000, default 1000)."""
+    """host §4.3.7: ``sessionId``, then ``fromSeq`` (default 0) or ``beforeSeq``, never both (each a
+    safe integer ≥ 0), and ``limit`` (an integer from 1 to 10000, default 1000)."""
     method = "session/history"
     session_id = session_id_param(method, params)
+    if "fromSeq" in params and "beforeSeq" in params:
+        raise HostError(
+            "invalid-params", f"{method} takes fromSeq or beforeSeq, not both", field="beforeSeq"
+        )
     from_seq = _optional_int(
         method, params, "fromSeq", 0, 0, MAX_SAFE_INTEGER, "must be a non-negative safe integer"
+    )
+    before_seq = _optional_int(
+        method, params, "beforeSeq", None, 0, MAX_SAFE_INTEGER, "must be a non-negative safe integer"
     )
     limit = _optional_int(
         method,
@@ -155,7 +163,25 @@ def history_params(params: Mapping[str, Any]) -> HistoryParams:
         f"must be an integer from 1 to {HISTORY_LIMIT_MAX}",
     )
     assert from_seq is not None and limit is not None
-    return HistoryParams(session_id, from_seq, limit)
+    return HistoryParams(session_id, from_seq, before_seq, limit)
+
+
+@dataclass(frozen=True, slots=True)
+class InspectParams:
+    session_id: str
+    at_seq: int | None
+
+
+def inspect_params(params: Mapping[str, Any]) -> InspectParams:
+    """host §4.3.11: ``sessionId`` and an optional ``atSeq``, a non-negative integer (whether it
+    is a seq of the session is the host's check, with the same message)."""
+    session_id = session_id_param("session/inspect", params)
+    if "atSeq" not in params:
+        return InspectParams(session_id, None)
+    at_seq = params["atSeq"]
+    if not (type(at_seq) is int and at_seq >= 0):
+        raise bad_at_seq()
+    return InspectParams(session_id, at_seq)
 
 
 def _optional_int(

@@ -19,7 +19,15 @@ from typing import Any
 
 import msgspec
 
-from host.runtime import ChildCreated, Delta, EventAppended, HostError, Notification, StatusChanged
+from host.runtime import (
+    ChildCreated,
+    Delta,
+    EventAppended,
+    HistoryPage,
+    HostError,
+    Notification,
+    StatusChanged,
+)
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 ID_PROBE_BYTES = 1024  # how much of an over-long line is searched for its "id"
@@ -236,6 +244,36 @@ def error_frame(rid: str | float, error: HostError) -> bytes:
     message = _LINE_BREAK.sub(" ", error.message)
     return encode(
         {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": message, "data": data}}
+    )
+
+
+def _value(value: Any) -> bytes:
+    """One JSON value as :func:`encode` writes it."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8", "backslashreplace")
+
+
+def history_frame(rid: str | float, page: HistoryPage) -> bytes:
+    """The ``session/history`` reply (host §4.3.7) with the header and every envelope written as
+    their canonical records, exactly as ``session.event`` sends them: nothing is decoded and
+    encoded again, so a page of thousands of events costs one join."""
+    events = b",".join(event.to_json() for event in page.events)
+    return b"".join(
+        (
+            b'{"jsonrpc":"2.0","id":',
+            _value(rid),
+            b',"result":{"sessionId":',
+            _value(page.session_id),
+            b',"header":',
+            page.header.to_json(),
+            b',"events":[',
+            events,
+            b'],"nextSeq":',
+            str(page.next_seq).encode(),
+            b',"done":',
+            b"true" if page.done else b"false",
+            b"}}\n",
+        )
     )
 
 

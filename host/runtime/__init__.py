@@ -8,6 +8,7 @@ from ._agent import Agent as Agent
 from ._agent import SchedulePort as SchedulePort
 from ._boundary import INVALID_TIME_ZONE_MESSAGE as INVALID_TIME_ZONE_MESSAGE
 from ._boundary import SESSION_ID_RULE as SESSION_ID_RULE
+from ._boundary import HistoryPage as HistoryPage
 from ._boundary import HostError as HostError
 from ._boundary import as_host_error as as_host_error
 from ._boundary import canonical_client_zone as canonical_client_zone
@@ -27,6 +28,10 @@ from ._host import HostConfig as HostConfig
 from ._host import open_host as open_host
 from ._inbox import Target as Target
 from ._inbox import UserMessage as UserMessage
+from ._inspect import AT_SEQ_MESSAGE as AT_SEQ_MESSAGE
+from ._inspect import bad_at_seq as bad_at_seq
+from ._inspect import inspect_state as inspect_state
+from ._inspect import open_turn as open_turn
 from ._notifications import ChildCreated as ChildCreated
 from ._notifications import Delta as Delta
 from ._notifications import EventAppended as EventAppended

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -159,21 +160,55 @@ def list_result(infos: Iterable[SessionInfo], status: Callable[[str], str | None
     return {"sessions": sessions, "skipped": skipped}
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryPage:
+    """One page of ``session/history`` (host §4.3.7): the session's header and the envelopes of
+    the page as the log holds them, with ``next_seq`` and ``done``. :meth:`result` is the result
+    object as plain values; a transport may instead write the envelopes' stored bytes."""
+
+    session_id: str
+    header: SessionHeader
+    events: Sequence[Event]
+    next_seq: int
+    done: bool
+
+    def result(self) -> dict[str, Any]:
+        """``{"sessionId","header","events","nextSeq","done"}`` with every record decoded."""
+        return {
+            "sessionId": self.session_id,
+            "header": _decoded(self.header),
+            "events": [_decoded(event) for event in self.events],
+            "nextSeq": self.next_seq,
+            "done": self.done,
+        }
+
+
 def history_page(
-    session_id: str, header: SessionHeader, events: Sequence[Event], from_seq: int, limit: int
-) -> dict[str, Any]:
-    """``{"sessionId","header","events","nextSeq","done"}`` of host §4.3.7: at most ``limit``
-    envelopes from ``from_seq``, each exactly as logged; ``nextSeq`` is ``from_seq`` when none is
-    returned, and ``done`` is true when no event follows."""
-    page = [_decoded(events[seq]) for seq in range(from_seq, min(len(events), from_seq + limit))]
-    next_seq = from_seq + len(page)
-    return {
-        "sessionId": session_id,
-        "header": _decoded(header),
-        "events": page,
-        "nextSeq": next_seq,
-        "done": next_seq >= len(events),
-    }
+    session_id: str,
+    header: SessionHeader,
+    events: Sequence[Event],
+    *,
+    limit: int,
+    from_seq: int = 0,
+    before_seq: int | None = None,
+) -> HistoryPage:
+    """A page of at most ``limit`` envelopes, ascending (host §4.3.7).
+
+    Forwards from ``from_seq``: ``next_seq`` is ``from_seq`` when none is returned. Backwards with
+    ``before_seq`` (``from_seq`` is then ignored): the events from
+    ``max(0, min(before_seq, count) - limit)`` to ``min(before_seq, count) - 1``, and ``next_seq``
+    is ``min(before_seq, count)`` when none is returned. ``done`` is true when no event follows
+    the page."""
+    count = len(events)
+    if before_seq is not None:
+        end = min(before_seq, count)
+        start = max(0, end - limit)
+    else:
+        start = from_seq
+        end = min(count, from_seq + limit)
+    page = events[start:end] if start < end else []
+    next_seq = end if start < end or before_seq is not None else from_seq
+    return HistoryPage(session_id, header, page, next_seq, next_seq >= count)
 
 
 def _decoded(record: Event | SessionHeader) -> Any:

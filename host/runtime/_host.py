@@ -27,12 +27,13 @@ from typing import Any, Literal, Protocol
 import trio
 
 import schedule
-from eventlog import PersistenceError, SessionStore
+from eventlog import LogSnapshot, PersistenceError, SessionStore
 from eventlog.values import Clock, SystemClock
 from host.models import ModelAdapter
 from timecontext import PreStepHook, TimeContext
 
 from ._boundary import (
+    HistoryPage,
     HostError,
     as_host_error,
     canonical_client_zone,
@@ -41,6 +42,7 @@ from ._boundary import (
     list_result,
     shutting_down,
 )
+from ._inspect import inspect_state
 from ._notifications import ChildCreated, Notification
 from ._phases import AgentClosed
 from ._requests import DEFAULT_MAX_RETRIES, DEFAULT_SYSTEM_PROMPT, Route
@@ -329,19 +331,67 @@ class Host:
 
         return list_result(infos, status)
 
-    async def history(self, session_id: str, *, from_seq: int = 0, limit: int = 1000) -> dict[str, Any]:
-        """A page of a session's events (host §4.3.7). A live session answers from memory
-        (appended events not yet durable included); a cold one is read without locking or
-        repair (a torn tail left out, an unfinished turn shown as it is)."""
+    async def history(
+        self, session_id: str, *, from_seq: int = 0, before_seq: int | None = None, limit: int = 1000
+    ) -> dict[str, Any]:
+        """A page of a session's events (host §4.3.7) as plain values: :meth:`history_page`'s
+        :meth:`~HistoryPage.result`."""
+        page = await self.history_page(session_id, from_seq=from_seq, before_seq=before_seq, limit=limit)
+        return page.result()
+
+    async def history_page(
+        self, session_id: str, *, from_seq: int = 0, before_seq: int | None = None, limit: int = 1000
+    ) -> HistoryPage:
+        """A page of a session's events (host §4.3.7): forwards from ``from_seq``, or backwards
+        before ``before_seq`` when given. A live session answers from memory (appended events
+        not yet durable included); a cold one is read without locking or repair (a torn tail
+        left out, an unfinished turn shown as it is)."""
         check_session_id(session_id)
         live = self._sessions.live(session_id)
         if live is not None:
-            return history_page(session_id, live.session.header, live.session.events, from_seq, limit)
+            header, events = live.session.header, live.session.events
+        else:
+            snapshot = await self._snapshot(session_id)
+            header, events = snapshot.header, snapshot.events
+        return history_page(
+            session_id, header, events, limit=limit, from_seq=from_seq, before_seq=before_seq
+        )
+
+    async def _snapshot(self, session_id: str) -> LogSnapshot:
+        """The cold session read from disk (never locking, never writing), errors mapped."""
         try:
-            snapshot = await self._store.inspect(session_id)
+            return await self._store.inspect(session_id)
         except Exception as exc:
             raise as_host_error(exc, session_id, f'cannot read session "{session_id}"') from exc
-        return history_page(session_id, snapshot.header, snapshot.events, from_seq, limit)
+
+    async def inspect(self, session_id: str, *, at_seq: int | None = None) -> dict[str, Any]:
+        """What the log says at seq ``at_seq`` (default: the last), read-only (host §4.3.11): a
+        live session from memory, a cold one through ``SessionStore.inspect`` with no repair
+        applied (``repair`` is what opening would do). Never locks, resumes or writes. Raises
+        ``invalid-params`` for an ``at_seq`` outside the session, and the store's refusals."""
+        check_session_id(session_id)
+        live = self._sessions.live(session_id)
+        if live is not None:
+            header, events, repair = live.session.header, live.session.events, None
+        else:
+            snapshot = await self._snapshot(session_id)
+            header, events, repair = snapshot.header, snapshot.events, snapshot.repair
+        return inspect_state(
+            session_id, header, events, live=live is not None, repair=repair, at_seq=at_seq
+        )
+
+    def cancel(self, session_id: str) -> bool:
+        """Stop the turn in progress (host §4.3.10): if the session is live and ``running``,
+        ``cancel("user", keep_inbox=True)`` — the turn's cleanup and its ``turn/end`` aborted
+        follow, queued prompts stay and run next — and return True once the cancel is requested.
+        Otherwise (not live, idle, maintenance) nothing happens and it returns False. Never
+        creates or resumes a session."""
+        check_session_id(session_id)
+        live = self._sessions.live(session_id)
+        if live is None or live.agent.phase != "running":
+            return False
+        live.agent.cancel("user", keep_inbox=True)
+        return True
 
     # --- shutdown ---------------------------------------------------------------------------------
 

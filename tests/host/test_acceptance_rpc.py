@@ -261,8 +261,12 @@ def test_plain_turn_fork_list_history_and_shutdown(tmp_path: Path) -> None:
         s.send({"jsonrpc": "2.0", "id": "7c0e1f2a", "method": "initialize",
                 "params": {"cwd": str(work / "sub" / ".."), "provider": "scripted", "model": "scripted",
                            "maxTokens": 4096}})
-        assert s.line() == (
-            compact(result("7c0e1f2a", {"serverInfo": SERVER_INFO, "turnlog": {"version": VERSION, "root": str(root)}}))
+        line = s.line()
+        instance = json.loads(line)["result"]["turnlog"]["instance"]  # host §4.3.1: fixed per process
+        assert re.fullmatch(r"[0-9a-f]{32}", instance)
+        assert line == (
+            compact(result("7c0e1f2a", {"serverInfo": SERVER_INFO,
+                                        "turnlog": {"version": VERSION, "root": str(root), "instance": instance}}))
             + "\n"
         ).encode()
 

@@ -6,7 +6,8 @@ derived from it (epoch 2026-02-10T12:00:00Z), time stands still while a worker t
 the zones are fixed (``TZ=Europe/Berlin``). What is random by nature is normalised before the
 comparison, in order of first appearance within one run: UUID4s become ``<uuid-1>``, ``<uuid-2>``…,
 generated session ids (``session-<32 hex>``, ``demo-<stamp>-<4 hex>``) ``<session-1>``…, the
-temporary directory ``<tmp>`` and the package version ``<version>``.
+temporary directory ``<tmp>``, the package version ``<version>`` and the process's instance id
+``<instance>``.
 
 The goldens pin behaviour, log bytes and the RPC wire across refactorings. When a change of
 those is intended, regenerate them and review the diff:
@@ -40,6 +41,7 @@ HANG_GUARD_S = 600.0  # virtual seconds; only guards against a hang
 
 _UUID4 = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 _SESSION_ID = re.compile(rb"session-[0-9a-f]{32}|demo-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}")
+_INSTANCE = re.compile(rb'"instance":"[0-9a-f]{32}"')
 
 
 class Normaliser:
@@ -63,6 +65,7 @@ class Normaliser:
     def __call__(self, data: bytes) -> bytes:
         data = data.replace(self._tmp, b"<tmp>")
         data = data.replace(b'"version":"' + self._version + b'"', b'"version":"<version>"')
+        data = _INSTANCE.sub(b'"instance":"<instance>"', data)
         data = self._number(_SESSION_ID, "session", data)
         return self._number(_UUID4, "uuid", data)
 

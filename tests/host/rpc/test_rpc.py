@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import signal
 import threading
 import uuid
@@ -225,11 +226,16 @@ async def test_initialize_reply_and_route(tmp_path: Path) -> None:
         reply = await s.wire.reply("7c0e1f2a")
         assert list(reply) == ["jsonrpc", "id", "result"]
         version = reply["result"]["turnlog"]["version"]
+        instance = reply["result"]["turnlog"]["instance"]
         assert reply["result"] == {
             "serverInfo": {"name": "deepseek-harness-sdk-runtime", "version": "0.0.1"},
-            "turnlog": {"version": version, "root": str(tmp_path)},
+            "turnlog": {"version": version, "root": str(tmp_path), "instance": instance},
         }
         assert isinstance(version, str) and version
+        assert re.fullmatch(r"[0-9a-f]{32}", instance)
+        # host §4.3.1: the instance is the process's, the same for every initialize
+        await s.wire.send(request("again", "initialize", {}))
+        assert (await s.wire.reply("again"))["result"]["turnlog"]["instance"] == instance
 
 
 @pytest.mark.parametrize(
