@@ -59,4 +59,10 @@ from ._scripted import load_script as load_script
 from ._scripted import parse_script as parse_script
 from ._scripted import rules_chunks as rules_chunks
 from ._scripted import rules_reply as rules_reply
+from ._settings import CONFIG_FILE as CONFIG_FILE
+from ._settings import ProviderSettings as ProviderSettings
+from ._settings import Settings as Settings
+from ._settings import SettingsError as SettingsError
+from ._settings import config_path as config_path
+from ._settings import load_settings as load_settings
 from .openai import OpenAIAdapter as OpenAIAdapter

@@ -2,7 +2,8 @@
 
 Rules mode answers from the trigger message (the last one that is not a time reading): tool
 results are summarised, reminder framings are echoed, and a few reminder phrases become schedule
-tool calls. Script mode replays a validated JSONL file, one line per model attempt, through one
+tool calls; after those exact patterns, the everyday phrases of :mod:`._phrases` are tried, so a
+request about reminders gets a tool call or help, never an echo. Script mode replays a validated JSONL file, one line per model attempt, through one
 cursor per adapter instance (the CLI builds one instance per process).
 
 Chunk building is pure (:func:`rules_chunks`, :func:`line_chunks`); :class:`ScriptedAdapter`
@@ -41,6 +42,7 @@ from ._chunks import (
     finish,
     make_failure,
 )
+from ._phrases import understand
 
 SCRIPT_ENV = "TURNLOG_SCRIPT"
 TEXT_PIECE_CHARS = 16
@@ -189,8 +191,20 @@ def _captured(text: str) -> str:
     return text
 
 
-def _user_reply(s: str) -> tuple[str, dict[str, Any]] | str:
-    """A schedule tool call ``(name, arguments)`` or a text reply for a user's text ``s``."""
+def _user_reply(
+    s: str, messages: Sequence[Mapping[str, Any]], client_zone: str | None
+) -> list[tuple[str, dict[str, Any]]] | str:
+    """Schedule tool calls ``[(name, arguments), …]`` or a text reply for a user's text ``s``:
+    the patterns of host §6.3 rule 3 first, exactly, then the everyday phrases, then the echo."""
+    exact = _exact_reply(s)
+    if exact is not None:
+        return [exact]
+    understood = understand(s, messages, client_zone)
+    return f"You said: {s}" if understood is None else understood
+
+
+def _exact_reply(s: str) -> tuple[str, dict[str, Any]] | None:
+    """The tool call of the first host §6.3 rule 3 pattern that matches ``s``, if any."""
     if m := _REMIND_IN.fullmatch(s):
         return "schedule_create", {
             "prompt": _captured(m[3]),
@@ -207,11 +221,17 @@ def _user_reply(s: str) -> tuple[str, dict[str, Any]] | str:
         return "schedule_list", {}
     if m := _DELETE.fullmatch(s):
         return "schedule_delete", {"id": m[2]}
-    return f"You said: {s}"
+    return None
 
 
-def rules_reply(request: ModelRequest) -> ToolCallBlock | str:
-    """Rules mode's answer to ``request``: one tool call or a text (host §6.3)."""
+def _client_zone(source: Mapping[str, Any]) -> str | None:
+    zone = source.get("clientTimeZone")
+    return zone if isinstance(zone, str) else None
+
+
+def rules_reply(request: ModelRequest) -> list[ToolCallBlock] | str:
+    """Rules mode's answer to ``request``: tool calls (one, except for "cancel all reminders")
+    or a text (host §6.3). The calls' ids are ``call-<turn>-<step>-<i>``."""
     trigger = next((m for m in reversed(request.messages) if not _is_time_reading(m)), None)
     if trigger is None:
         return "OK."
@@ -222,13 +242,15 @@ def rules_reply(request: ModelRequest) -> ToolCallBlock | str:
     if source.get("kind") == "plugin" and source.get("plugin") == "schedule":
         return _reminder_reply(_text_of(trigger.get("content"))) or "OK."
     if source.get("kind") == "user":
-        reply = _user_reply(_text_of(trigger.get("content")).strip())
+        reply = _user_reply(_text_of(trigger.get("content")).strip(), request.messages, _client_zone(source))
         if isinstance(reply, str):
             return reply
-        name, arguments = reply
-        return ToolCallBlock(
-            id=f"call-{request.turn}-{request.step}-0", name=name, arguments=compact_json(arguments)
-        )
+        return [
+            ToolCallBlock(
+                id=f"call-{request.turn}-{request.step}-{i}", name=name, arguments=compact_json(arguments)
+            )
+            for i, (name, arguments) in enumerate(reply)
+        ]
     return "OK."
 
 
@@ -238,7 +260,8 @@ def rules_chunks(request: ModelRequest) -> list[Chunk]:
     if isinstance(reply, str):
         chunks.text(TextBlock(text=reply))
         return chunks.finish(finish("stop"))
-    chunks.tool_call(reply)
+    for call in reply:
+        chunks.tool_call(call)
     return chunks.finish(finish("tool-calls"))
 
 

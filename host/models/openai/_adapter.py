@@ -6,7 +6,9 @@ command imports host, and only a remote provider needs the HTTP client.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import errno
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Self
 
@@ -35,7 +37,38 @@ def _seconds(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+_ERRNO_WORDS = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ECONNRESET: "connection reset",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ENETUNREACH: "network unreachable",
+    errno.ETIMEDOUT: "connection timed out",
+}
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, what caused it, and the members of any exception group among them."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+
+
 def _detail(exc: BaseException) -> str:
+    """What went wrong, in words a person recognises where the cause is a known socket error
+    (``connection refused``, ``name not resolved: …``), else the exception's own text."""
+    for cause in _causes(exc):
+        if isinstance(cause, socket.gaierror):
+            return f"name not resolved: {cause.strerror or cause}"
+        if isinstance(cause, OSError) and cause.errno in _ERRNO_WORDS:
+            return _ERRNO_WORDS[cause.errno]
     return str(exc) or type(exc).__name__
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.utils
 import importlib.metadata
 import json
+import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -490,8 +491,8 @@ async def test_connect_failure_is_transport() -> None:
     async with OpenAIAdapter(base_url=base, client=httpx.AsyncClient(trust_env=False)) as adapter:
         failure = await failure_of(adapter)
     assert failure["code"] == "TRANSPORT"
-    assert failure["message"].startswith(f"model API request to {base} failed: ")
-    assert len(failure["message"]) > len(f"model API request to {base} failed: ")
+    # the detail names the socket error a person recognises, not httpx's wording
+    assert failure["message"] == f"model API request to {base} failed: connection refused"
 
 
 async def test_idle_timeout_mid_stream_and_before_the_response(server: Server) -> None:
@@ -636,3 +637,20 @@ def test_usage_mapping() -> None:
     assert plain_usage({"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 2},
                       "prompt_cache_hit_tokens": 4, "completion_tokens_details": {"reasoning_tokens": 1}}) == {
         "inputTokens": 8, "outputTokens": 3, "cacheReadTokens": 2, "reasoningTokens": 1}
+
+
+def test_transport_details_name_the_socket_error() -> None:
+    from host.models.openai._adapter import _detail
+
+    def chained(cause: BaseException) -> httpx.ConnectError:
+        outer = httpx.ConnectError("all attempts to connect to 127.0.0.1:9 failed")
+        outer.__cause__ = OSError("all attempts failed")
+        outer.__cause__.__context__ = ExceptionGroup("attempts", [cause])  # as anyio reports it
+        return outer
+
+    assert _detail(chained(ConnectionRefusedError(111, "Connection refused"))) == "connection refused"
+    assert _detail(chained(socket.gaierror(-2, "Name or service not known"))) == (
+        "name not resolved: Name or service not known"
+    )
+    assert _detail(httpx.ConnectError("handshake failed")) == "handshake failed"
+    assert _detail(httpx.ConnectError("")) == "ConnectError"

@@ -16,9 +16,13 @@ from host.models import (
     OpenAIAdapter,
     ScriptedAdapter,
     ScriptError,
+    Settings,
+    SettingsError,
     UnknownProviderError,
+    config_path,
     default_provider,
     load_configured_script,
+    load_settings,
     make_adapter,
     missing_model_usage_error,
     provider_config,
@@ -128,3 +132,72 @@ async def test_model_adapters_share_one_adapter_per_provider(tmp_path: Path) -> 
     with pytest.raises(UnknownProviderError):
         adapters.get("nope")
     await adapters.aclose()
+
+
+# --- the configuration file (host §6.5, host §7) -----------------------------------------------------
+
+
+def settings_from(tmp_path: Path, text: str) -> Settings:
+    (tmp_path / "config.toml").write_text(text)
+    return load_settings({"TURNLOG_HOME": str(tmp_path)}, PROVIDERS)
+
+
+def test_config_file_location(tmp_path: Path) -> None:
+    assert config_path({"TURNLOG_HOME": "th", "XDG_CONFIG_HOME": "/xdg"}) == Path("th").absolute() / "config.toml"
+    assert config_path({"XDG_CONFIG_HOME": "/xdg"}) == Path("/xdg/turnlog/config.toml")
+    assert config_path({"XDG_CONFIG_HOME": "relative"}, home=tmp_path) == tmp_path / ".config/turnlog/config.toml"
+    assert config_path({}, home=tmp_path) == tmp_path / ".config/turnlog/config.toml"
+    assert load_settings({"TURNLOG_HOME": str(tmp_path)}, PROVIDERS) == Settings()  # no file: no settings
+
+
+def test_config_file_supplies_what_flags_and_variables_leave_open(tmp_path: Path) -> None:
+    key = tmp_path / "deepseek.key"
+    key.write_text("sk-from-file\n")
+    key.chmod(0o600)
+    settings = settings_from(tmp_path, 'provider = "deepseek-official"\nmodel = "deepseek-chat"\n'
+                                       'api_key_file = "deepseek.key"\n'
+                                       '[providers.openai]\nbase_url = "http://127.0.0.1:8080/v1"\nmodel = "qwen"\n')
+    assert default_provider({}, settings) == "deepseek-official"
+    assert default_provider({"TURNLOG_BASE_URL": "http://x"}, settings) == "openai"  # the variable's rule first
+    assert resolve_model("deepseek-official", {}, settings=settings) == "deepseek-chat"
+    assert resolve_model("deepseek-official", {"TURNLOG_MODEL": "env"}, settings=settings) == "env"
+    assert resolve_model("openai", {}, settings=settings) == "qwen"
+    assert resolve_model("scripted", {}, settings=settings) == "scripted"  # nothing of it reaches scripted
+    official = provider_config("deepseek-official", {}, settings)
+    assert (official.base_url, official.base_url_source) == ("https://api.deepseek.com", "default")
+    assert (official.api_key, official.api_key_source) == ("sk-from-file", "deepseek.key")
+    from_env = provider_config("deepseek-official", {"DEEPSEEK_API_KEY": "sk-env"}, settings)
+    assert (from_env.api_key, from_env.api_key_source) == ("sk-env", "DEEPSEEK_API_KEY")
+    local = provider_config("openai", {}, settings)
+    assert (local.base_url, local.base_url_source) == ("http://127.0.0.1:8080/v1", "config.toml")
+    assert (local.api_key, local.api_key_source) == (None, None)  # the top-level key file is deepseek's
+    assert provider_config("openai", {"TURNLOG_BASE_URL": "http://e"}, settings).base_url_source == "TURNLOG_BASE_URL"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("provider = ", "not valid TOML"),
+        ('modle = "x"', "Object contains unknown field `modle`"),
+        ("model = 3", "Expected `str | null`, got `int` - at `$.model`"),
+        ('provider = "anthropic"', "unknown provider 'anthropic'; choose one of scripted, openai, deepseek-official"),
+        ('[providers.nope]\nmodel = "m"', "unknown provider 'nope'"),
+    ],
+)
+def test_a_bad_config_file_names_itself_and_the_problem(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        settings_from(tmp_path, text)
+    assert str(info.value).startswith(f"{tmp_path / 'config.toml'}: ") and message in str(info.value)
+
+
+def test_a_key_file_must_be_private(tmp_path: Path) -> None:
+    key = tmp_path / "key"
+    key.write_text("sk")
+    key.chmod(0o644)
+    settings = settings_from(tmp_path, f'api_key_file = "{key}"')
+    with pytest.raises(SettingsError) as info:
+        provider_config("openai", {}, settings)
+    assert str(info.value) == f"the API key file {key} is readable by others (mode 0644); run: chmod 600 {key}"
+    key.unlink()
+    with pytest.raises(SettingsError, match="^cannot read the API key file .*: No such file or directory$"):
+        provider_config("openai", {}, settings)
