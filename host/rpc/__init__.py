@@ -27,12 +27,14 @@ from ._stdio import serve_stdio as serve_stdio
 from ._wire import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
 from ._wire import ID_PROBE_BYTES as ID_PROBE_BYTES
 from ._wire import INTERNAL_ERROR as INTERNAL_ERROR
+from ._wire import MAX_NESTING as MAX_NESTING
 from ._wire import SERVER_INFO as SERVER_INFO
 from ._wire import Invalid as Invalid
 from ._wire import Line as Line
 from ._wire import LineSplitter as LineSplitter
 from ._wire import Overlong as Overlong
 from ._wire import Request as Request
+from ._wire import TooDeep as TooDeep
 from ._wire import classify as classify
 from ._wire import encode as encode
 from ._wire import error_frame as error_frame
@@ -46,5 +48,8 @@ from ._wire import notification_frame as notification_frame
 from ._wire import overlong_id as overlong_id
 from ._wire import result_frame as result_frame
 from ._wire import rpc_id_text as rpc_id_text
+from ._wire import too_deep as too_deep
+from ._wire import too_deep_request_id as too_deep_request_id
+from ._wire import top_level_scalars as top_level_scalars
 from ._wire import unknown_method as unknown_method
 from ._wire import unsupported_json as unsupported_json

@@ -37,9 +37,11 @@ from ._params import (
     session_id_param,
 )
 from ._wire import (
+    MAX_NESTING,
     SERVER_INFO,
     Invalid,
     Request,
+    TooDeep,
     classify,
     error_frame,
     event_frame,
@@ -48,6 +50,7 @@ from ._wire import (
     notification_bytes,
     result_frame,
     rpc_id_text,
+    too_deep,
     unknown_method,
     unsupported_json,
 )
@@ -263,13 +266,18 @@ class Connection:
         """Handle one input line (its terminator removed): stripped, empty lines skipped,
         classified (host §4.1); a request starts its own task in ``nursery`` and this returns
         once it holds its place (a prompt: in its session's line), so admissions keep arrival
-        order. Invalid JSON gets one diagnostic line; other frames are dropped."""
+        order. Invalid JSON gets one diagnostic line, and so does a line nested too deeply (plus
+        ``too-deep`` under its id, when it is a request); other frames are dropped."""
         stripped = line.strip()
         if not stripped:
             return
         frame = classify(stripped)
         if isinstance(frame, Invalid):
             self._diagnostic(f"ignored a line that is not valid JSON ({len(line)} bytes)")
+        elif isinstance(frame, TooDeep):
+            self._diagnostic(f"ignored a line nested deeper than {MAX_NESTING} levels ({len(line)} bytes)")
+            if frame.id is not None:
+                self.send(error_frame(frame.id, too_deep()))
         elif isinstance(frame, Request):
             await nursery.start(self._serve_request, frame)
 
@@ -335,6 +343,7 @@ class Connection:
         blocks = content_blocks_param(method, params)
         mode = mode_param(method, params)
         zone = {"client_time_zone": params["clientTimeZone"]} if "clientTimeZone" in params else {}
+        assert request.id is not None  # only an unsupported request lacks one, refused before this
         rpc_id = rpc_id_text(request.id)
         prompt = _Prompt(session_id, request.id)
         waiting = self._prompts.setdefault((session_id, rpc_id), [])

@@ -4,11 +4,12 @@ the method and the field."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from eventlog.values import MAX_SAFE_INTEGER
+from eventlog.values import MAX_SAFE_INTEGER, is_safe_int
 from host.runtime import SESSION_ID_RULE, HostError, bad_at_seq, check_session_id
 
 HISTORY_LIMIT_MAX = 10_000
@@ -78,18 +79,51 @@ def _content_block_ok(block: object) -> bool:
     return False
 
 
+def _inexact_number(value: object) -> tuple[str, float] | None:
+    """The first number in ``value`` that the log cannot store exactly (host §4.3.2): ``-0.0``,
+    which JSON writers turn into ``0``, or an integer beyond the safe range; with its path
+    (``.key``, ``[i]``). Iterative: the wire admits values nested :data:`~host.rpc.MAX_NESTING`
+    levels deep."""
+    pending: list[tuple[str, object]] = [("", value)]
+    while pending:
+        path, item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend((f"{path}.{key}", member) for key, member in reversed(item.items()))
+        elif isinstance(item, list):
+            pending.extend((f"{path}[{index}]", member) for index, member in reversed(list(enumerate(item))))
+        elif isinstance(item, (int, float)) and not isinstance(item, bool) and not _exact(item):
+            return path, item
+    return None
+
+
+def _exact(number: float) -> bool:
+    if isinstance(number, int):
+        return is_safe_int(number)
+    return not (number == 0.0 and math.copysign(1.0, number) < 0)
+
+
 def content_blocks_param(method: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A non-empty array of user blocks: ``{"type":"text","text":S}`` or
-    ``{"type":"image","attachment":OBJ}``, nothing else."""
+    ``{"type":"image","attachment":OBJ}``, nothing else, and no attachment holding a number the
+    log cannot store exactly (``-0.0``, an integer beyond the safe range)."""
     blocks = params.get("contentBlocks")
     if not isinstance(blocks, list) or not blocks:
         raise _invalid(method, "contentBlocks", "must be a non-empty array of content blocks")
     for index, block in enumerate(blocks):
+        field = f"contentBlocks[{index}]"
         if not _content_block_ok(block):
             raise _invalid(
                 method,
-                f"contentBlocks[{index}]",
+                field,
                 'must be {"type":"text","text":<string>} or {"type":"image","attachment":<object>}',
+            )
+        if block["type"] == "image" and (found := _inexact_number(block["attachment"])) is not None:
+            path, number = found
+            raise _invalid(
+                method,
+                field,
+                f"holds {number!r} at attachment{path}, a number the log cannot store exactly "
+                f"(no -0.0, integers within ±{MAX_SAFE_INTEGER})",
             )
     return blocks
 

@@ -64,7 +64,7 @@ class Server:
         self.connection = Connection(host, shutdown=self._shutdown_requested, diagnostic=self._diagnostic)
         self._exit_code: int | None = None
         self._stop = trio.Event()
-        self._pending_shutdowns: list[str | int | float] = []
+        self._pending_shutdowns: list[str | int | float | None] = []
         self._written = trio.Event()
 
     @property

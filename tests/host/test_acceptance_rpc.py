@@ -622,9 +622,15 @@ def test_errors_table_and_parameter_checks(tmp_path: Path) -> None:
             (request("nf3", "session/history", {"sessionId": "ghost"}), 'session "ghost" not found',
              {"code": "session-not-found"}),
         ]
-        # JSON nested too deeply to parse is ignored like invalid JSON; the server serves on.
+        # A request nested deeper than 256 levels is too-deep under its id (host §4.1), even when
+        # it is too deep to parse; the server serves on.
         deep = b'{"jsonrpc":"2.0","id":"deep","method":"session/list","params":{"x":' + b"[" * 5000 + b"]" * 5000
         s.send(deep + b"}}\n", request("after-deep", "session/list"))
+        assert s.reply("deep")["error"] == {
+            "code": -32603,
+            "message": "request nests deeper than 256 levels",
+            "data": {"code": "too-deep", "limit": 256},
+        }
         assert s.reply("after-deep")["result"] == {"sessions": [], "skipped": []}
         for frame, message, data in cases:
             s.send(frame)
@@ -692,7 +698,7 @@ def test_errors_table_and_parameter_checks(tmp_path: Path) -> None:
         assert result("x1", {}) in replies and result("x3", {}) in replies
         assert s.end() == 0
     assert sorted(p.name for p in root.iterdir()) == sorted(["main.jsonl", f"{child}.jsonl"])
-    assert s.stderr == [f"turnlog serve: ignored a line that is not valid JSON ({len(deep) + 2} bytes)"]
+    assert s.stderr == [f"turnlog serve: ignored a line nested deeper than 256 levels ({len(deep) + 2} bytes)"]
 
 
 # === host §5.3, host §5.4, host §8: files that cannot be served, one writer per file ========================

@@ -29,6 +29,7 @@ from host.rpc import (
     LineSplitter,
     Overlong,
     Request,
+    TooDeep,
     classify,
     encode,
     overlong_id,
@@ -191,13 +192,13 @@ def test_unstorable_json_marks_a_request_unsupported(line: bytes) -> None:
     assert isinstance(frame, Request) and frame.unsupported
 
 
-def test_json_nested_too_deeply_to_parse_is_invalid_not_a_crash() -> None:
+def test_json_nested_too_deeply_to_parse_is_too_deep_not_a_crash() -> None:
     deep = b'{"id":"x","method":"m","params":{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
-    assert classify(deep) == Invalid(len(deep))
+    assert classify(deep) == TooDeep(len(deep), "x")
 
 
 def test_a_deeply_nested_lone_surrogate_is_found() -> None:
-    depth = 900  # parseable, and deeper than a recursive walk could go beside the parser's frames
+    depth = 250  # the deepest a request may nest, with the frame, params and "a" around it
     line = b'{"id":"x","method":"m","params":{"a":' + b"[" * depth + b'"\\ud800"' + b"]" * depth + b"}}"
     frame = classify(line)
     assert isinstance(frame, Request) and frame.unsupported
