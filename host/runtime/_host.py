@@ -14,9 +14,11 @@ raised.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import random
+import stat
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -51,6 +53,7 @@ from ._turns import DEFAULT_MAX_STEPS
 
 _logger = logging.getLogger("host")
 _ABSENT: Any = object()
+_UNRESOLVABLE = frozenset({errno.ELOOP, errno.ENAMETOOLONG})
 
 
 class Adapters(Protocol):
@@ -186,9 +189,11 @@ class Host:
     ) -> Route:
         """Apply ``initialize`` (host §4.3.1): a new route for every later request in every
         session (absent members fall back to the configured defaults) and, with ``cwd``, the
-        directory of sessions created afterwards. A provider without an adapter raises
-        ``unknown-provider`` and changes nothing. Returns the new route."""
+        directory of sessions created afterwards. A ``cwd`` that cannot be resolved (too long, a
+        symlink loop) raises ``not-a-directory``, a provider without an adapter
+        ``unknown-provider``; either changes nothing. Returns the new route."""
         chosen = provider if provider is not None else self.config.provider
+        directory = _resolved(Path(cwd)) if cwd is not None else None
         self._adapter(chosen)
         route = Route(
             chosen,
@@ -196,8 +201,8 @@ class Host:
             max_tokens if max_tokens is not None else self.config.max_tokens,
             reasoning_effort if reasoning_effort is not None else self.config.reasoning_effort,
         )
-        if cwd is not None:
-            self.cwd = Path(cwd).resolve()
+        if directory is not None:
+            self.cwd = directory
         self.route = route
         return route
 
@@ -289,15 +294,10 @@ class Host:
 
     async def set_working_directory(self, session_id: str, path: str) -> str:
         """Set the session's in-memory directory: ``path`` resolved against the current one must
-        be an existing directory (``not-a-directory`` otherwise). Never logged."""
+        be an existing directory (``not-a-directory`` otherwise, a path that cannot be resolved
+        included). Never logged."""
         current = Path(await self.working_directory(session_id))
-        target = await trio.to_thread.run_sync(lambda: (current / path).resolve())
-        if not await trio.to_thread.run_sync(target.is_dir):
-            raise HostError(
-                "not-a-directory",
-                f"working directory does not exist or is not a directory: {target}",
-                path=str(target),
-            )
+        target = await trio.to_thread.run_sync(_existing_directory, current / path)
 
         def change(live: LiveSession) -> str:
             live.cwd = target
@@ -407,6 +407,40 @@ class Host:
         moment; everything after it counts as lost (the caller cuts the files back). The writer
         locks are released. The host refuses all requests afterwards."""
         return await self._sessions.abandon()
+
+
+def _not_a_directory(path: Path) -> HostError:
+    return HostError(
+        "not-a-directory", f"working directory does not exist or is not a directory: {path}", path=str(path)
+    )
+
+
+def _resolved(path: Path) -> Path:
+    """``path.resolve()``, which need not exist; ``not-a-directory`` naming the absolute path when
+    it cannot be resolved: a name too long, a symlink loop (whichever way this Python reports
+    them: ``RuntimeError`` before 3.13, an ``OSError``, or only when the result is used)."""
+    try:
+        target = path.resolve()
+        os.stat(target)
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        if exc.errno in _UNRESOLVABLE:
+            raise _not_a_directory(Path(os.path.abspath(path))) from exc
+    except RuntimeError as exc:
+        raise _not_a_directory(Path(os.path.abspath(path))) from exc
+    return target
+
+
+def _existing_directory(path: Path) -> Path:
+    """``path`` resolved, if it is an existing directory; else ``not-a-directory``."""
+    target = _resolved(path)
+    try:
+        if stat.S_ISDIR(os.stat(target).st_mode):
+            return target
+    except OSError as exc:
+        raise _not_a_directory(target) from exc
+    raise _not_a_directory(target)
 
 
 @asynccontextmanager
