@@ -22,7 +22,7 @@ import msgspec
 
 from .values import compact_json
 
-__all__ = ["LoneRecord", "decode_record", "displayable", "encode_value"]
+__all__ = ["LoneRecord", "decode_record", "display_json", "displayable", "encode_value"]
 
 # Every backslash escape of a JSON text, in order: pairing them from the start is exact, since in
 # valid JSON a backslash occurs only inside strings, and "\\" consumes both of its characters.
@@ -33,6 +33,7 @@ _NESTED = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 _SCALAR = re.compile(rb"[^,}\]\s]+")
 _SPACE = re.compile(rb"[ \t\r\n]*")
 _ENCODER = msgspec.json.Encoder()
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # the start of a surrogate's escape
 
 
 class LoneRecord(msgspec.Struct, frozen=True):
@@ -165,3 +166,17 @@ def displayable(text: str) -> str:
     """``text`` as a human reads it: each surrogate pair held as two code points joined into its
     character, each lone surrogate shown as U+FFFD."""
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def display_json(text: bytes) -> str:
+    """JSON text ``text`` (valid UTF-8) as a human reads it: each escaped lone surrogate shown as
+    U+FFFD, everything else as written (an escaped surrogate pair stays an escape)."""
+    if _MAYBE_SURROGATE.search(text) is None:
+        return text.decode("utf-8")
+    parts: list[bytes] = []
+    pos = 0
+    for start, end in _lone_escapes(text):
+        parts += (text[pos:start], "\ufffd".encode())
+        pos = end
+    parts.append(text[pos:])
+    return b"".join(parts).decode("utf-8")

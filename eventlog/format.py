@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal, Self, TypeAlias, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ._lone import LoneRecord, decode_record, encode_value
 from .errors import CorruptLog, InvalidEvent, InvalidSessionId, UnsupportedFormat
 from .values import MAX_SAFE_INTEGER, is_safe_int
 
@@ -137,6 +138,15 @@ SurfaceOp: TypeAlias = Literal["append"] | ReplaceOp
 _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
+def _lone_value(text: msgspec.Raw | bytes) -> LoneRecord | None:
+    # JSON text that msgspec refused, read again by the fallback for escaped lone surrogates
+    # (dsh-roots §5); None when that is not why it was refused.
+    try:
+        return decode_record(bytes(text))
+    except (ValueError, RecursionError):
+        return None
+
+
 class Event(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True, gc=False):
     """One event of a session: ``{type, seq, time, data, surfaceOp?, sourceEventSeqs?, ignorable?}``.
 
@@ -156,16 +166,32 @@ class Event(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True, gc=
     def decode(self, type_: builtins.type[T]) -> T:
         """Strictly decode ``data`` as ``type_`` (a cached ``msgspec.json.Decoder``).
 
-        Raises ``msgspec.ValidationError`` when the data does not match.
+        Data holding an escaped lone surrogate (dsh-roots §5), which msgspec refuses, is read as
+        plain values first and then converted as strictly; its lone surrogates become lone
+        surrogate code points. Raises ``msgspec.ValidationError`` (a ``msgspec.DecodeError``)
+        when the data does not match.
         """
         decoder: msgspec.json.Decoder[T] | None = _DECODERS.get(type_)
         if decoder is None:
             decoder = _DECODERS[type_] = msgspec.json.Decoder(type_)
-        return decoder.decode(self.data)
+        try:
+            return decoder.decode(self.data)
+        except msgspec.DecodeError:
+            lone = _lone_value(self.data)
+            if lone is None:
+                raise
+        return msgspec.convert(lone.value, type_)
 
     def value(self) -> Any:
-        """``data`` decoded into plain Python values (dict, list, str, int, float, bool, None)."""
-        return msgspec.json.decode(self.data)
+        """``data`` decoded into plain Python values (dict, list, str, int, float, bool, None);
+        an escaped lone surrogate becomes a lone surrogate code point (dsh-roots §5)."""
+        try:
+            return msgspec.json.decode(self.data)
+        except msgspec.DecodeError:
+            lone = _lone_value(self.data)
+            if lone is None:
+                raise
+        return lone.value
 
     def to_json(self) -> bytes:
         """The canonical record: compact JSON in log-format §3.3 key order, without the LF."""
@@ -457,6 +483,14 @@ class _RowEnvelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     data: msgspec.Raw
 
 
+class _LoneRowEnvelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    # ``_RowEnvelope`` over the plain values of a row that holds an escaped lone surrogate.
+    type: str
+    seq0: Any
+    time0: Any
+    data: Any
+
+
 _ROW_ENVELOPE = msgspec.json.Decoder(_RowEnvelope)
 _TEXT_ROW = msgspec.json.Decoder(_TextRow)
 _TOOL_ROW = msgspec.json.Decoder(_ToolRow)
@@ -465,7 +499,6 @@ _WIRE_EVENT = msgspec.json.Decoder(_WireEvent)
 # the LF and the next record's first key. Any other writer's lines take the line-by-line path.
 _LINE_BOUNDARY = b'}\n{"type":"'
 _ANY = msgspec.json.Decoder()
-_ENCODER = msgspec.json.Encoder()
 
 
 class RecordDecoder:
@@ -585,7 +618,12 @@ class RecordDecoder:
         try:
             obj = _ANY.decode(line)
         except msgspec.DecodeError as exc:
-            raise MalformedRecord(UNPARSABLE, f"invalid JSON ({exc})") from None
+            # JavaScript writes an unpaired surrogate as an escape, which msgspec refuses: such
+            # a record is read by the fallback, and only such a record (dsh-roots §5).
+            lone = _lone_value(line)
+            if lone is None:
+                raise MalformedRecord(UNPARSABLE, f"invalid JSON ({exc})") from None
+            return self._decode_lone(lone, line, expected_seq)
         if not isinstance(obj, dict):
             raise MalformedRecord(UNPARSABLE, f"not a JSON object ({type(obj).__name__})")
         kind = obj.get("type")
@@ -595,34 +633,71 @@ class RecordDecoder:
         if obj["seq"] != expected_seq:
             raise MalformedRecord(SEQ_GAP, f"expected {expected_seq}, got {obj['seq']}")
         wire = _WIRE_EVENT.decode(line)
-        known = self._types.get(wire.type)
-        if known is None:
-            known = self._types[wire.type] = (sys.intern(wire.type), wire.type in SURFACE_TYPES)
-        return [_event_of(known[0], wire)]
+        return [_event_of(self._type_of(wire.type), wire)]
 
-    def _expand_row(self, line: bytes, expected_seq: int) -> list[Event]:
+    def _type_of(self, type_: str) -> str:
+        # The interned string of a type that passed the envelope checks.
+        known = self._types.get(type_)
+        if known is None:
+            known = self._types[type_] = (sys.intern(type_), type_ in SURFACE_TYPES)
+        return known[0]
+
+    def _decode_lone(self, lone: LoneRecord, line: bytes, expected_seq: int) -> list[Event]:
+        # ``_decode_slow`` for a record holding an escaped lone surrogate: the same checks over
+        # its plain values; ``data`` keeps the exact text of the record.
+        obj = lone.value
+        if not isinstance(obj, dict):
+            raise MalformedRecord(UNPARSABLE, f"not a JSON object ({type(obj).__name__})")
+        kind = obj.get("type")
+        if isinstance(kind, str) and kind in ROW_TYPES:
+            return self._expand_row(line, expected_seq, obj)
+        _check_envelope(obj)
+        if obj["seq"] != expected_seq:
+            raise MalformedRecord(SEQ_GAP, f"expected {expected_seq}, got {obj['seq']}")
+        op = obj.get("surfaceOp")
+        sources = obj.get("sourceEventSeqs")
+        event = Event(
+            self._type_of(obj["type"]),
+            obj["seq"],
+            obj["time"],
+            msgspec.Raw(lone.members["data"]),
+            ReplaceOp(op["start"], op["end"]) if isinstance(op, dict) else op,
+            None if sources is None else tuple(sources),
+            obj.get("ignorable") is True,
+        )
+        return [event]
+
+    def _expand_row(self, line: bytes, expected_seq: int, lone: dict[str, Any] | None = None) -> list[Event]:
+        # ``lone``: the row's plain values when it holds an escaped lone surrogate (dsh-roots §5).
         try:
-            envelope = _ROW_ENVELOPE.decode(line)
-            tag = envelope.type
-            if not _is_seq_int(envelope.seq0):
-                raise ValueError(f"seq0 must be a safe integer >= 0, got {_describe(envelope.seq0)}")
-            if not is_safe_int(envelope.time0):
-                raise ValueError(f"time0 must be a safe integer, got {_describe(envelope.time0)}")
+            if lone is None:
+                envelope = _ROW_ENVELOPE.decode(line)
+                tag, seq0, time0 = envelope.type, envelope.seq0, envelope.time0
+            else:
+                plain = msgspec.convert(lone, _LoneRowEnvelope)
+                tag, seq0, time0 = plain.type, plain.seq0, plain.time0
+            if not _is_seq_int(seq0):
+                raise ValueError(f"seq0 must be a safe integer >= 0, got {_describe(seq0)}")
+            if not is_safe_int(time0):
+                raise ValueError(f"time0 must be a safe integer, got {_describe(time0)}")
             row: _TextRow | _ToolRow
             if tag == "tool-call-chunks":
-                row = tool_row = _TOOL_ROW.decode(envelope.data)
+                row = tool_row = (
+                    _TOOL_ROW.decode(envelope.data) if lone is None else msgspec.convert(plain.data, _ToolRow)
+                )
                 members = tool_row.args
             else:
-                row = text_row = _TEXT_ROW.decode(envelope.data)
+                row = text_row = (
+                    _TEXT_ROW.decode(envelope.data) if lone is None else msgspec.convert(plain.data, _TextRow)
+                )
                 members = text_row.texts
             if not members:
                 raise ValueError("a packed row needs at least one member")
             if len(row.dt) != len(members) - 1:
                 raise ValueError(f"dt has {len(row.dt)} gaps for {len(members)} members")
-            seq0 = envelope.seq0
             if seq0 + len(members) - 1 > MAX_SAFE_INTEGER:
                 raise ValueError("the row's last seq is not a safe integer")
-            times = [envelope.time0]
+            times = [time0]
             for gap in row.dt:
                 if not is_safe_int(gap):
                     raise ValueError(f"dt holds {gap}, not a safe integer")
@@ -645,7 +720,7 @@ class RecordDecoder:
         events = []
         for k, member in enumerate(members):
             data = {"turn": row.turn, "step": row.step, "chunk": {**head, key: member}}
-            events.append(Event(chunk_type, seq0 + k, times[k], msgspec.Raw(_ENCODER.encode(data))))
+            events.append(Event(chunk_type, seq0 + k, times[k], msgspec.Raw(encode_value(data))))
         return events
 
 
@@ -742,8 +817,8 @@ class _NotLossless(Exception):
 
 def _check_lossless(value: Any, active: set[int]) -> None:
     # Walk the value exactly as msgspec will encode it and refuse anything it would change
-    # (NaN → null, int keys → strings, unsafe integers) or cannot encode at all. Strings are
-    # left to the encoder, which refuses lone surrogates. ``active`` holds the ids of the
+    # (NaN → null, int keys → strings, unsafe integers) or cannot encode at all. Strings need
+    # no check: a lone surrogate is written as an escape (dsh-roots §5). ``active`` holds the ids of the
     # containers being walked (a cycle). Exact-class tests first: this runs on every append.
     cls = value.__class__
     if cls is str or cls is bool or value is None:
@@ -859,7 +934,7 @@ def build_event(
     except RecursionError:
         raise InvalidEvent(f'session event "{type}" carries non-JSON-serializable data: nested too deeply') from None
     try:
-        raw = msgspec.Raw(_ENCODER.encode(data))
+        raw = msgspec.Raw(encode_value(data))
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise InvalidEvent(f'session event "{type}" carries non-JSON-serializable data: {exc}') from None
     return Event(sys.intern(type), seq, time, raw, surface_op, sources, ignorable)

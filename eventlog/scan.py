@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from ._lone import decode_record
 from .errors import CorruptLog
 from .format import (
     SEQ_GAP,
@@ -54,11 +55,16 @@ _TYPE_PROBE = msgspec.json.Decoder(_TypeProbe)
 
 
 def _signals_turn_end(line: bytes) -> bool:
-    # log-format §7.2: the record parses as a JSON object whose "type" is "turn/end" (nothing else checked).
+    # log-format §7.2: the record parses as a JSON object whose "type" is "turn/end" (nothing else
+    # checked), escaped lone surrogates included (dsh-roots §5).
     try:
         kind: object = _TYPE_PROBE.decode(line).type
     except msgspec.DecodeError:
-        return False
+        try:
+            value = decode_record(line).value
+        except (ValueError, RecursionError):
+            return False
+        kind = value.get("type") if isinstance(value, dict) else None
     return kind == "turn/end"
 
 

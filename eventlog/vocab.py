@@ -392,9 +392,6 @@ _KNOWN_SOURCE_KINDS = frozenset({"user", "plugin", "model", "tool"})
 _USER_BLOCKS = frozenset({"text", "image"})
 _ASSISTANT_BLOCKS = frozenset({"text", "reasoning", "image", "tool-call"})
 _TOOL_RESULT_BLOCKS = frozenset({"text", "image", "tool-result"})
-_SOURCE = msgspec.json.Decoder(Source)
-_BLOCK = msgspec.json.Decoder(ContentBlock)
-_DECODERS = {cls: msgspec.json.Decoder(cls) for cls in (*CORE_TYPES.values(), ForeignMessage, ForeignInboxSpliced)}
 
 
 class _Bad(Exception):
@@ -404,7 +401,7 @@ class _Bad(Exception):
 def _check_source(source: object, context: str) -> None:
     # Strict decode of a known source kind (raises _Bad "invalid source").
     try:
-        _SOURCE.decode(msgspec.json.encode(source))
+        msgspec.convert(source, Source)
     except msgspec.ValidationError as exc:
         raise _Bad(f"{context}invalid source: {exc}") from None
     assert isinstance(source, dict)
@@ -448,7 +445,7 @@ def _check_message(message: object, expect: Literal["user", "assistant", "tool"]
     allowed = {"user": _USER_BLOCKS, "assistant": _ASSISTANT_BLOCKS, "tool": _TOOL_RESULT_BLOCKS}[expect]
     for index, block in enumerate(content):
         try:
-            _BLOCK.decode(msgspec.json.encode(block))
+            msgspec.convert(block, ContentBlock)
         except msgspec.ValidationError as exc:
             raise _Bad(f"{context}invalid content: block {index}: {exc}") from None
         if block["type"] not in allowed:
@@ -532,7 +529,7 @@ def decode(event: Event) -> Any:
         foreign = _invariants(event.type, event.value())
         if foreign:
             cls = ForeignMessage if event.type == USER_MESSAGE else ForeignInboxSpliced
-        return _DECODERS[cls].decode(event.data)
+        return event.decode(cls)
     except _Bad as exc:
         raise InvalidEvent(f"invalid {event.type} at seq {event.seq}: {exc}") from None
     except msgspec.ValidationError as exc:
@@ -569,8 +566,6 @@ class _MessageScope(msgspec.Struct):
     message: _MessageView | None = None
 
 
-_SCOPE = msgspec.json.Decoder(_Scope)
-_MESSAGE_SCOPE = msgspec.json.Decoder(_MessageScope)
 _STEP_SCOPED = frozenset({ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT})
 
 
@@ -609,9 +604,7 @@ class _Structure:
         where = f"{kind} at seq {event.seq}"
         try:
             scope: _Scope | _MessageScope = (
-                _MESSAGE_SCOPE.decode(event.data)
-                if kind in (ASSISTANT_MESSAGE, TOOL_RESULT)
-                else _SCOPE.decode(event.data)
+                event.decode(_MessageScope) if kind in (ASSISTANT_MESSAGE, TOOL_RESULT) else event.decode(_Scope)
             )
         except msgspec.DecodeError:
             return

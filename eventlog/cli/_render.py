@@ -11,10 +11,11 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import msgspec
 
+from .._lone import display_json, displayable, encode_value
 from ..format import Event, SessionHeader
 from ..reader import LogSnapshot, Repair
 from ..store import SessionInfo
-from ..values import compact_json, format_instant
+from ..values import format_instant
 
 DATA_WIDTH = 80  # characters of data shown per event line without --full
 
@@ -29,26 +30,23 @@ def format_time(ms: int) -> str:
 
 
 def compact_data(raw: bytes) -> str:
-    """``data`` as compact JSON text. turnlog and deepseek-harness write it compact already; a
+    """``data`` as compact JSON text, as a human reads it (an escaped lone surrogate shows as
+    U+FFFD, dsh-roots §5). turnlog and deepseek-harness write it compact already; a
     hand-edited record with whitespace is re-encoded (key order kept)."""
     if b" " in raw or b"\t" in raw or b"\n" in raw or b"\r" in raw:
         try:
             raw = msgspec.json.encode(msgspec.json.decode(raw))
         except (msgspec.DecodeError, msgspec.EncodeError, OverflowError):
             pass
-    return raw.decode("utf-8")
+    return display_json(raw)
 
 
-def json_text(text: str) -> str | msgspec.Raw:
+def json_text(text: str) -> msgspec.Raw:
     """A string for a ``--json`` document. A path whose bytes are not UTF-8 reaches Python
     with lone surrogates (surrogateescape), which msgspec refuses to encode; those are written
-    as ``\\uXXXX`` escapes (``values.compact_json``), so ``os.fsencode(json.loads(...))`` gives
+    as ``\\uXXXX`` escapes (``_lone.encode_value``), so ``os.fsencode(json.loads(...))`` gives
     the path's bytes back."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return msgspec.Raw(compact_json(text).encode("utf-8"))
-    return text
+    return msgspec.Raw(encode_value(text))
 
 
 def plural(n: int, word: str) -> str:
@@ -155,14 +153,14 @@ def header_lines(snapshot: LogSnapshot) -> list[str]:
     header = snapshot.header
     parent = "-"
     if header.parent_session is not None:
-        parent = f"{header.parent_session} (seedLength {header.seed_length or 0})"
+        parent = f"{displayable(header.parent_session)} (seedLength {header.seed_length or 0})"
     elif header.seed_length is not None:
         parent = f"- (seedLength {header.seed_length})"
     rows = [
-        ("session", header.id),
+        ("session", displayable(header.id)),
         ("path", str(snapshot.path)),
         ("created", format_time(header.created_at)),
-        ("cwd", header.cwd or "-"),
+        ("cwd", displayable(header.cwd or "-")),
         ("parent", parent),
     ]
     extra = []
@@ -171,9 +169,9 @@ def header_lines(snapshot: LogSnapshot) -> list[str]:
     if header.delegation_depth:
         extra.append(f"delegationDepth {header.delegation_depth}")
     if header.agent_preset is not None:
-        extra.append(f"agentPreset {header.agent_preset}")
+        extra.append(f"agentPreset {displayable(header.agent_preset)}")
     if header.owner is not None:
-        extra.append(f"owner {header.owner}")
+        extra.append(f"owner {displayable(header.owner)}")
     if extra:
         rows.append(("agent", ", ".join(extra)))
     rows.append(("events", str(len(snapshot.events))))
@@ -194,8 +192,9 @@ def ls_lines(infos: Sequence[SessionInfo]) -> list[str]:
             continue
         parent = "-"
         if header.parent_session is not None:
-            parent = f"{header.parent_session}@{header.seed_length or 0}"
-        rows.append((info.id, format_time(header.created_at), str(info.size), parent, header.cwd or "-"))
+            parent = f"{displayable(header.parent_session)}@{header.seed_length or 0}"
+        cwd = displayable(header.cwd or "-")
+        rows.append((info.id, format_time(header.created_at), str(info.size), parent, cwd))
     return table(rows)
 
 
