@@ -74,10 +74,14 @@ def test_a_packed_row_with_an_escaped_lone_surrogate_expands(tmp_path: Path) -> 
     )
     snapshot = read_log(put(tmp_path, "x.jsonl", log_bytes(E1_LINES + [row])))
     assert [e.to_json() for e in snapshot.events[6:]] == [
-        b'{"type":"assistant/chunk","seq":6,"time":1000,"data":{"turn":2,"step":1,'
-        b'"chunk":{"type":"text-delta","index":0,"text":"a\\ud83d"}}}',
-        b'{"type":"assistant/chunk","seq":7,"time":1005,"data":{"turn":2,"step":1,'
-        b'"chunk":{"type":"text-delta","index":0,"text":"\\ude00b"}}}',
+        (
+            b'{"type":"assistant/chunk","seq":6,"time":1000,"data":{"turn":2,"step":1,'
+            b'"chunk":{"type":"text-delta","index":0,"text":"a\\ud83d"}}}'
+        ),
+        (
+            b'{"type":"assistant/chunk","seq":7,"time":1005,"data":{"turn":2,"step":1,'
+            b'"chunk":{"type":"text-delta","index":0,"text":"\\ude00b"}}}'
+        ),
     ]
 
 
