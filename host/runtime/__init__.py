@@ -19,8 +19,11 @@ from ._boundary import resolve_root as resolve_root
 from ._boundary import shutting_down as shutting_down
 from ._history import HistoryView as HistoryView
 from ._history import InboxReplayError as InboxReplayError
+from ._history import MalformedPersisted as MalformedPersisted
+from ._history import decode_persisted as decode_persisted
 from ._history import derive_history as derive_history
 from ._history import replay_inbox as replay_inbox
+from ._history import scan_turns as scan_turns
 from ._history import surface_message as surface_message
 from ._host import Adapters as Adapters
 from ._host import Host as Host

@@ -32,7 +32,7 @@ from eventlog import (
 )
 from eventlog.format import check_session_id as _check_eventlog_id
 
-from ._history import InboxReplayError
+from ._history import InboxReplayError, MalformedPersisted
 
 SESSION_ID_RULE = "[A-Za-z0-9][A-Za-z0-9._-]{0,127}"  # log-format §4.2, as the refusals quote it
 INVALID_TIME_ZONE_MESSAGE = "clientTimeZone must be UTC or a valid IANA Area/Location name"
@@ -59,14 +59,15 @@ _STORE_CODES: tuple[tuple[type[Exception], str], ...] = (
     (SessionBusy, "session-busy"),
     (CorruptLog, "session-corrupt"),
     (InboxReplayError, "session-corrupt"),
+    (MalformedPersisted, "session-corrupt"),
     (UnsupportedFormat, "session-unsupported"),
     (SessionExists, "session-exists"),
 )
 
 
 def as_host_error(exc: BaseException, session_id: str, what: str) -> BaseException:
-    """The :class:`HostError` a client sees for an eventlog (or inbox replay) error, with
-    eventlog's message; ``what`` prefixes a ``persistence-failed`` message. Anything else is
+    """The :class:`HostError` a client sees for an eventlog error (or malformed persisted data
+    found while resuming), with its message; ``what`` prefixes a ``persistence-failed`` message. Anything else is
     returned unchanged."""
     for kind, code in _STORE_CODES:
         if isinstance(exc, kind):

@@ -84,6 +84,8 @@ class ModelCaller:
     (``initialize``) takes effect at the next step; ``system`` is fixed. ``on_delta(turn, step,
     chunk)`` receives every streamed chunk, synchronously. ``log_has_header`` says whether the log
     already held a ``request/header`` when the agent was made (a resumed session, a fork child).
+    The derived history of the events already in the log is read here, once: a malformed surface
+    event raises :class:`~host.runtime._history.MalformedPersisted` (host §5.3).
     """
 
     def __init__(
@@ -109,6 +111,7 @@ class ModelCaller:
         self._on_delta = on_delta
         self._log_has_header = log_has_header
         self._history = HistoryView()
+        self._history.update(session.events)
         self._written_header: vocab.RequestSnapshot | None = None  # the last request/header written here
 
     def _header(self, route: Route, model: str) -> vocab.RequestSnapshot:

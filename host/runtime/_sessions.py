@@ -19,14 +19,15 @@ from typing import TypeVar
 import trio
 
 import schedule
-from eventlog import PersistenceError, Session, SessionStore
+from eventlog import EventLogError, PersistenceError, Session, SessionStore
+from eventlog.scan import Scanner
 from eventlog.values import Clock
 from host.models import Chunk, ModelAdapter
 from timecontext import PreStepHook
 
 from ._agent import Agent
 from ._boundary import HostError, as_host_error, check_session_id, shutting_down
-from ._history import replay_inbox
+from ._history import MalformedPersisted, replay_inbox
 from ._inbox import Target, UserMessage
 from ._notifications import Delta, EventAppended, Notification, Status, StatusChanged
 from ._requests import Route
@@ -223,10 +224,14 @@ class SessionRegistry:
             with scope:
                 async with opening as session:
                     session.on_event(lambda s, e: emit(EventAppended(s.id, e)))
-                    inbox = replay_inbox(session.events, session.seed_length) if resume else None
-                    # schedule's incremental guard: a change that would corrupt the fold is refused.
-                    session.add_append_guard("schedule/change", schedule.ScheduleGuard())
-                    live = self._wire(session, inbox, scope)
+                    try:
+                        inbox = replay_inbox(session.events, session.seed_length) if resume else None
+                        # schedule's incremental guard: a change that would corrupt the fold is refused.
+                        session.add_append_guard("schedule/change", schedule.ScheduleGuard())
+                        live = self._wire(session, inbox, scope)
+                    except MalformedPersisted as exc:  # host §5.3: corrupt, named by its line
+                        line = await trio.to_thread.run_sync(_line_of, session.path, exc.seq)
+                        raise (exc if line is None else exc.at_line(line)) from exc
                     self._live[session_id] = live
                     async with trio.open_nursery() as nursery:
                         await nursery.start(live.agent.run)
@@ -343,6 +348,22 @@ class SessionRegistry:
             await live._done.wait()
         self._shutdown_done.set()
         return durable
+
+
+def _line_of(path: Path, seq: int) -> int | None:
+    """The line of the session file that holds event ``seq`` (packed rows hold several), as
+    eventlog's scanner counts lines; ``None`` if the file cannot tell (it no longer holds the
+    event, or it is not a plain JSONL file). Only for naming malformed persisted data: it reads
+    the whole file."""
+    scanner = Scanner(path)
+    try:
+        with open(path, "rb") as file:
+            for line in file:
+                if any(event.seq == seq for event in scanner.feed(line)):
+                    return scanner.committed_line
+    except (OSError, EventLogError):
+        pass
+    return None
 
 
 async def _stop_session(live: LiveSession) -> None:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import trio
 from msgspec import UNSET
 
-from eventlog import Event, PersistenceError, Session, vocab
+from eventlog import PersistenceError, Session, vocab
 from eventlog.values import Clock
 from host.models import (
     Assembled,
@@ -33,6 +33,7 @@ from host.models import (
 )
 from timecontext import Enter, PreStep, PreStepHook, Reject
 
+from ._history import scan_turns
 from ._inbox import Inbox, UserMessage, new_id
 from ._requests import ModelCaller, Route
 from ._tools import (
@@ -100,7 +101,9 @@ class _Turn:
 class TurnRunner:
     """Runs the turns of one agent over its eventlog ``Session`` and :class:`Inbox`; its
     requests are a :class:`~host.runtime._requests.ModelCaller`'s (``route``, ``adapter_for``,
-    ``system``, ``max_retries``, ``uniform`` and ``on_delta`` are passed on to it)."""
+    ``system``, ``max_retries``, ``uniform`` and ``on_delta`` are passed on to it). Reading the
+    log it is given raises :class:`~host.runtime._history.MalformedPersisted` for malformed
+    persisted data (a resumed session's)."""
 
     def __init__(
         self,
@@ -125,7 +128,7 @@ class TurnRunner:
         self._clock = clock
         self._max_steps = max_steps
         self._turn: _Turn | None = None
-        self._last_turn, log_has_header = _scan_log(session.events)
+        self._last_turn, log_has_header = scan_turns(session.events)
         self._model = ModelCaller(
             session,
             route=route,
@@ -361,17 +364,3 @@ def _run_hooks(hooks: Sequence[PreStepHook], pre: PreStep, decision: Enter | Rej
     except Exception as exc:
         raise _HookRaised(exc) from exc
     return decision
-
-
-def _scan_log(events: Sequence[Event]) -> tuple[int, bool]:
-    """The last ``turn/start`` number (0 if none) and whether the log has a ``request/header``."""
-    last_turn: int | None = None
-    has_header = False
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if last_turn is None and event.type == vocab.TURN_START:
-            last_turn = event.value()["turn"]  # as read, so a foreign log's extra members pass
-        has_header = has_header or event.type == vocab.REQUEST_HEADER
-        if last_turn is not None and has_header:
-            break
-    return last_turn or 0, has_header
