@@ -9,7 +9,7 @@ I/O; the host and the session registry call these around their effects.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,32 +133,47 @@ def resolve_root(
     return absolute(base) / ".local" / "share" / "turnlog" / "sessions"
 
 
-def list_result(infos: Iterable[SessionInfo], status: Callable[[str], str | None]) -> dict[str, Any]:
-    """``{"sessions":[…],"skipped":[…]}`` of host §4.3.6 from the store's listing.
+def list_result(
+    infos: Iterable[SessionInfo], live: Mapping[str, tuple[SessionHeader, str]]
+) -> dict[str, Any]:
+    """``{"sessions":[…],"skipped":[…]}`` of host §4.3.6 from the store's listing and the live
+    sessions (id → header and public status).
 
-    ``status(id)`` is a live session's public status, ``None`` for a cold one. Sessions are
-    sorted by ``createdAt``, then ``sessionId``; a file whose header cannot be read is skipped."""
+    A live session is listed with ``live`` true and its ``status``, also when it has no file yet
+    (a session is created in memory and its file appears with its first flush); every other entry
+    comes from a file's header. Sessions are sorted by ``createdAt``, then ``sessionId``; a file
+    whose header cannot be read is skipped."""
     sessions: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
+    listed: set[str] = set()
     for info in infos:
+        listed.add(info.id)
         header = info.header
         if info.problem is not None or header is None:
             skipped.append({"file": info.path.name, "error": info.problem or "unreadable header"})
             continue
-        entry: dict[str, Any] = {"sessionId": info.id, "createdAt": header.created_at}
-        if header.cwd is not None:
-            entry["cwd"] = header.cwd
-        if header.parent_session is not None:
-            entry["parentSessionId"] = header.parent_session
-        if header.seed_length is not None:
-            entry["seedLength"] = header.seed_length
-        live_status = status(info.id)
-        entry["live"] = live_status is not None
-        if live_status is not None:
-            entry["status"] = live_status
-        sessions.append(entry)
+        sessions.append(_list_entry(info.id, header, live.get(info.id)))
+    for session_id, (header, status) in live.items():
+        if session_id not in listed:
+            sessions.append(_list_entry(session_id, header, (header, status)))
     sessions.sort(key=lambda entry: (entry["createdAt"], entry["sessionId"]))
     return {"sessions": sessions, "skipped": skipped}
+
+
+def _list_entry(
+    session_id: str, header: SessionHeader, live: tuple[SessionHeader, str] | None
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"sessionId": session_id, "createdAt": header.created_at}
+    if header.cwd is not None:
+        entry["cwd"] = header.cwd
+    if header.parent_session is not None:
+        entry["parentSessionId"] = header.parent_session
+    if header.seed_length is not None:
+        entry["seedLength"] = header.seed_length
+    entry["live"] = live is not None
+    if live is not None:
+        entry["status"] = live[1]
+    return entry
 
 
 @dataclass(frozen=True, slots=True)

@@ -322,14 +322,11 @@ class Host:
         return {"sessionId": child, "parentSessionId": parent, "seedLength": header.seed_length or 0}
 
     async def list_sessions(self) -> dict[str, Any]:
-        """``{"sessions":[…],"skipped":[…]}`` of host §4.3.6, from headers only, never locking."""
+        """``{"sessions":[…],"skipped":[…]}`` of host §4.3.6, from headers only, never locking;
+        live sessions are listed from memory, those without a file yet included."""
         infos = await self._store.list()
-
-        def status(session_id: str) -> Literal["idle", "running"] | None:
-            live = self._sessions.live(session_id)
-            return live.status if live is not None else None
-
-        return list_result(infos, status)
+        live = {s.id: (s.session.header, s.status) for s in self._sessions.live_sessions()}
+        return list_result(infos, live)
 
     async def history(
         self, session_id: str, *, from_seq: int = 0, before_seq: int | None = None, limit: int = 1000
@@ -353,9 +350,7 @@ class Host:
         else:
             snapshot = await self._snapshot(session_id)
             header, events = snapshot.header, snapshot.events
-        return history_page(
-            session_id, header, events, limit=limit, from_seq=from_seq, before_seq=before_seq
-        )
+        return history_page(session_id, header, events, limit=limit, from_seq=from_seq, before_seq=before_seq)
 
     async def _snapshot(self, session_id: str) -> LogSnapshot:
         """The cold session read from disk (never locking, never writing), errors mapped."""
@@ -376,9 +371,7 @@ class Host:
         else:
             snapshot = await self._snapshot(session_id)
             header, events, repair = snapshot.header, snapshot.events, snapshot.repair
-        return inspect_state(
-            session_id, header, events, live=live is not None, repair=repair, at_seq=at_seq
-        )
+        return inspect_state(session_id, header, events, live=live is not None, repair=repair, at_seq=at_seq)
 
     def cancel(self, session_id: str) -> bool:
         """Stop the turn in progress (host §4.3.10): if the session is live and ``running``,

@@ -182,3 +182,25 @@ async def test_the_line_of_an_event_in_a_packed_row_is_the_rows_line(tmp_path: P
     assert code == "session-corrupt"
     assert message.startswith(f"invalid persisted turn/start at session seq {last.seq} (line {number}): ")
     assert number != last.seq + 2  # the packed rows before it hold several events each
+
+
+# === session/list and live sessions without a file (host §4.3.6) ====================================
+
+
+async def test_live_sessions_without_a_file_are_listed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    async with running_server(root, cwd=tmp_path) as s:
+        await s.wire.send(request("g", "session/working-directory/get", {"sessionId": "fresh"}))
+        await s.wire.reply("g")  # live now, and nothing written yet
+        await s.wire.send(prompt("p", "main", "hi"))
+        await s.wire.idle("main")
+        await s.wire.send(request("l", "session/list"))
+        listed = (await s.wire.reply("l"))["result"]
+        created = s.host.live("fresh").session.header.created_at
+    assert not (root / "fresh.jsonl").exists()
+    fresh = {"sessionId": "fresh", "createdAt": created, "cwd": str(tmp_path), "live": True, "status": "idle"}
+    [first_listed, second] = listed["sessions"]
+    assert first_listed == fresh  # created first: sorted by createdAt, then sessionId
+    assert (second["sessionId"], second["live"], second["status"]) == ("main", True, "idle")
+    assert second["createdAt"] >= created
+    assert listed["skipped"] == []
