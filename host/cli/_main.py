@@ -1,10 +1,10 @@
 """The ``turnlog`` command line (host §7), also ``python -m host``: ``demo``, ``chat``,
-``serve`` and the log commands ``ls``, ``inspect``, ``validate``, ``tail`` and ``fork``
+``serve``, ``web`` and the log commands ``ls``, ``inspect``, ``validate``, ``tail`` and ``fork``
 (log-format §10).
 
-This module only picks the command; ``_logcommands`` or ``_commands`` runs it and is imported only
-then, so ``--help``, ``--version`` and the log commands load neither the JSON-RPC server nor chat
-nor the demo. (Importing ``host`` itself loads its runtime: the package re-exports its API.)
+This module only picks the command; ``_logcommands``, ``_commands`` or ``_web`` runs it and is
+imported only then, so ``--help``, ``--version`` and the log commands load neither the JSON-RPC
+server nor chat nor the demo. (Importing ``host`` itself loads its runtime: the package re-exports its API.)
 
 Errors are one line on stderr, ``turnlog: <what was wrong and what to do>``. Exit codes: 0
 success, 1 runtime failure, 2 usage error, 130 after SIGINT. ``turnlog --profile NAME …``
@@ -24,6 +24,7 @@ from ._errors import StartupError, UsageError
 
 LOG_COMMANDS = ("ls", "inspect", "validate", "tail", "fork")
 HOST_COMMANDS = ("demo", "chat", "serve")
+WEB_COMMAND = "web"
 HELP = ("-h", "--help")
 VERSION = "--version"
 
@@ -36,6 +37,7 @@ session, reminders that survive restarts, and a JSON-RPC host.
 commands:
   demo       a self-checking tour on the offline scripted model (start here)
   chat       an interactive terminal assistant
+  web        the assistant and a log inspector in your browser (loopback only)
   serve      JSON-RPC 2.0 over stdio (deepseek-harness-sdk compatible)
   ls         list the sessions in the root
   inspect    show a log's header, events and what repair would do
@@ -72,7 +74,7 @@ def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
         else:
             break
     rest = list(argv[index:])
-    if rest and rest[0] in (*LOG_COMMANDS, *HOST_COMMANDS):
+    if rest and rest[0] in (*LOG_COMMANDS, *HOST_COMMANDS, WEB_COMMAND):
         return rest[0], rest[1:] + leading
     if any(token == "--profile" or token.startswith("--profile=") for token in rest):
         return "serve", list(argv)
@@ -98,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ._logcommands import run_log_command
 
             return run_log_command(command, rest, os.environ)
+        if command == WEB_COMMAND:
+            from ._web import run_web
+
+            return run_web(rest, os.environ)
         from ._commands import run_host_command
 
         return run_host_command(command, rest, os.environ)

@@ -1,12 +1,18 @@
 """host.web — the browser front door of turnlog, ``turnlog web`` (docs/web.md).
 
-The pure fence and credential decisions (:mod:`host.web.fence`), the start-up effects — key file,
-URL line, launch file, browser (:mod:`host.web.launch`) — and the page itself, plain ES modules,
-CSS and an SVG under ``static/``, shipped as package data.
+The pure fence and credential decisions (:mod:`host.web.fence`); the HTTP surface behind it
+(:mod:`host.web.app`, Starlette); JSON-RPC over the ``/rpc`` WebSocket, one
+:class:`~host.rpc.Connection` per socket (:mod:`host.web.transport`); Hypercorn on trio and the
+order of stopping (:mod:`host.web.server`); the start-up effects — key file, URL line, launch file,
+browser (:mod:`host.web.launch`); and the page itself, plain ES modules, CSS and an SVG under
+``static/``, shipped as package data.
 """
 
 from __future__ import annotations
 
+from .app import Page as Page
+from .app import WebApp as WebApp
+from .app import load_page as load_page
 from .fence import AuthAnswer as AuthAnswer
 from .fence import Binding as Binding
 from .fence import Refusal as Refusal
@@ -31,3 +37,9 @@ from .launch import remove_launch_file as remove_launch_file
 from .launch import should_open_browser as should_open_browser
 from .launch import url_line as url_line
 from .launch import write_launch_file as write_launch_file
+from .server import Served as Served
+from .server import Stop as Stop
+from .server import bind as bind
+from .server import serve_web as serve_web
+from .transport import OUTPUT_LIMIT as OUTPUT_LIMIT
+from .transport import Transport as Transport

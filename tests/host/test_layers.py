@@ -84,6 +84,7 @@ def test_the_module_table_covers_every_layer() -> None:
         "models",
         "runtime",
         "rpc",
+        "web",
         "cli",
         "testing",
         "main",
