@@ -28,20 +28,54 @@ from host.models import (
     ModelAdapters,
     ScriptError,
     ScriptLine,
+    Settings,
+    SettingsError,
+    config_path,
     default_provider,
     load_configured_script,
+    load_settings,
     missing_model_usage_error,
+    provider_config,
     resolve_model,
 )
 from host.rpc import DEFAULT_MAX_LINE_BYTES, serve_stdio
 from host.runtime import DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, HostConfig, open_host, resolve_root
 
-from ._chat import run_chat
+from ._chat import ChatOptions, run_chat
 from ._demo import demo_config, run_demo
 from ._errors import StartupError, UsageError
+from ._modelsetup import ModelSetup
 
 SYSTEM_ZONE_HINT = "; pass --time-zone ZONE or --no-time-context"
 SERVE_PREFIX = "turnlog serve: "
+CHAT_EPILOG = """\
+examples:
+  turnlog chat                                   a new session with the offline model
+  turnlog chat -c                                continue the most recent session
+  turnlog chat --session kitchen                 continue (or create) the session "kitchen"
+  TURNLOG_BASE_URL=http://127.0.0.1:8080/v1 TURNLOG_MODEL=qwen turnlog chat
+                                                 a local OpenAI-compatible server
+  DEEPSEEK_API_KEY=... turnlog chat --provider deepseek-official --model deepseek-chat
+
+environment:
+  TURNLOG_HOME          home of sessions/ and config.toml (default: XDG directories)
+  DSH_SESSION_ROOT      session root set by the deepseek-harness SDK client
+  XDG_DATA_HOME         sessions in $XDG_DATA_HOME/turnlog/sessions (default ~/.local/share)
+  XDG_CONFIG_HOME       config in $XDG_CONFIG_HOME/turnlog/config.toml (default ~/.config)
+  TURNLOG_BASE_URL      OpenAI-compatible endpoint; setting it makes --provider default to openai
+  TURNLOG_API_KEY       its API key
+  TURNLOG_MODEL         the model name (or --model)
+  DEEPSEEK_BASE_URL     endpoint of --provider deepseek-official (default https://api.deepseek.com)
+  DEEPSEEK_API_KEY      its API key
+  TURNLOG_SCRIPT        a JSONL script for the scripted model (or --script)
+  TURNLOG_HISTORY       the input history file ('' for none; default beside the session root)
+  TZ                    your time zone: sent with every prompt and used to show times
+  NO_COLOR              any value turns colour off
+
+config.toml (optional) holds defaults: provider, model, base_url, api_key_file (a 0600 file
+holding the key) and [providers.<name>] tables; flags and variables come first.
+turnlog models lists the providers, what each needs, and where each setting comes from.
+"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -136,9 +170,22 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     chat = _Parser(
         prog="turnlog chat",
         description="An interactive terminal assistant. Reminders fire while the session is open.",
+        epilog=CHAT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_root(chat)
-    chat.add_argument("--session", metavar="ID", help="continue (or create) this session")
+    which = chat.add_mutually_exclusive_group()
+    which.add_argument(
+        "--session", metavar="ID", help="continue this session (on a terminal, asks before creating it)"
+    )
+    which.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue the most recently active session",
+    )
+    chat.add_argument("--utc", action="store_true", help="show times in UTC instead of your time zone")
     _add_model_flags(chat)
 
     serve = _Parser(
@@ -166,20 +213,35 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
 
 @dataclass(frozen=True, slots=True)
 class Startup:
-    """What ``chat`` and ``serve`` start a host with."""
+    """What ``chat`` and ``serve`` start a host with: its configuration, the script, the
+    configuration file's settings, and the model setup as people read it."""
 
     config: HostConfig
     script: tuple[ScriptLine, ...] | None
+    settings: Settings
+    setup: ModelSetup
+
+
+def load_config_file(environ: Mapping[str, str]) -> Settings:
+    """The configuration file's settings (host §7); an invalid file is a :class:`UsageError`."""
+    try:
+        return load_settings(environ, PROVIDERS)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def model_startup(args: argparse.Namespace, environ: Mapping[str, str], root: Path, *, chat: bool) -> Startup:
-    """The host configuration from the model flags (host §7); usage errors raise :class:`UsageError`."""
-    provider = args.provider or default_provider(environ)
-    if chat and resolve_model(provider, environ, flag_model=args.model) is None:
+    """The host configuration from the model flags, the environment and the configuration file
+    (host §6.5, host §7); usage errors raise :class:`UsageError`."""
+    settings = load_config_file(environ)
+    provider = args.provider or default_provider(environ, settings)
+    model = resolve_model(provider, environ, flag_model=args.model, settings=settings)
+    if chat and model is None:
         raise UsageError(missing_model_usage_error(provider))
     try:
         script = load_configured_script(args.script, environ)
-    except ScriptError as exc:
+        endpoint = provider_config(provider, environ, settings)
+    except (ScriptError, SettingsError) as exc:
         raise UsageError(str(exc)) from None
     if args.system is None:
         system: str | None = DEFAULT_SYSTEM_PROMPT
@@ -188,7 +250,7 @@ def model_startup(args: argparse.Namespace, environ: Mapping[str, str], root: Pa
     config = HostConfig(
         root=root,
         provider=provider,
-        model=args.model or environ.get("TURNLOG_MODEL") or None,
+        model=None if provider == "scripted" and model == "scripted" else model,
         system=system,
         max_steps=args.max_steps,
         time_context=args.time_context,
@@ -196,7 +258,8 @@ def model_startup(args: argparse.Namespace, environ: Mapping[str, str], root: Pa
         time_refresh_ms=args.time_refresh_ms,
     )
     check_time_context(config, environ)
-    return Startup(config, script)
+    setup = ModelSetup(endpoint, model, settings.path or config_path(environ))
+    return Startup(config, script, settings, setup)
 
 
 def check_time_context(config: HostConfig, environ: Mapping[str, str]) -> None:
@@ -286,7 +349,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         sys.stderr.flush()
 
     async def run(frames_fd: int) -> int:
-        adapters = ModelAdapters(env=environ, script=startup.script)
+        adapters = ModelAdapters(env=environ, script=startup.script, settings=startup.settings)
         try:
             async with open_host(startup.config, adapters=adapters) as host:
                 return await serve_stdio(
@@ -314,10 +377,14 @@ def _chat(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     startup = model_startup(args, environ, root, chat=True)
     check_root(root)
 
+    options = ChatOptions(
+        session_id=args.session, continue_latest=args.continue_latest, setup=startup.setup, utc=args.utc
+    )
+
     async def run() -> int:
-        adapters = ModelAdapters(env=environ, script=startup.script)
+        adapters = ModelAdapters(env=environ, script=startup.script, settings=startup.settings)
         try:
-            return await run_chat(startup.config, adapters, args.session)
+            return await run_chat(startup.config, adapters, options, environ=environ)
         finally:
             await adapters.aclose()
 

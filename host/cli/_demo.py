@@ -34,7 +34,8 @@ from host.runtime import (
     sole_exception,
 )
 
-from ._chat import PROMPT, admit_text, reminder_notice, reminders_inserted, text_of, transcript_lines
+from ._chat import admit_text
+from ._chatview import PROMPT, reminder_notice, reminders_inserted, text_of, transcript_lines
 
 FIRST_TURN_TIMEOUT_S = 30.0
 REMINDER_GRACE_S = 30.0  # beyond the reminder's delay, before the demo gives up

@@ -20,3 +20,15 @@ def clean_env(**extra: str) -> dict[str, str]:
     env["TZ"] = "UTC"
     env.update(extra)
     return env
+
+
+# Run as `python -c DEFAULT_SIGINT PROGRAM ARGS...`: SIGINT back to its default, then exec. A test
+# run started in the background (`nohup ... &`) inherits an ignored SIGINT, and an ignored signal
+# stays ignored across exec, so a child that must react to Ctrl-C needs it reset explicitly;
+# exec from a fresh interpreter does that without preexec_fn (unsafe in a process with threads).
+DEFAULT_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+
+
+def with_default_sigint(argv: list[str]) -> list[str]:
+    """``argv`` started with SIGINT at its default disposition (see ``DEFAULT_SIGINT``)."""
+    return [sys.executable, "-c", DEFAULT_SIGINT, *argv]

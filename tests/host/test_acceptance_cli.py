@@ -224,7 +224,7 @@ def test_chat_piped(tmp_path: Path) -> None:
     script.write_text('{"error":{"message":"nope","code":"AUTH","status":401}}\n')
     again = turnlog("chat", "--root", str(root), "--session", session_id, "--no-time-context", "--script",
                     str(script), env=clean_env(TZ="EST5EDT"), stdin="tell me\n")
-    assert again.returncode == 0, again.stderr
+    assert again.returncode == 1, again.stderr  # piped chat exits 1 when a turn failed
     shown = again.stdout.splitlines()
     assert shown[:7] == [  # the id and path, then the five messages before this run
         f"session: {session_id}", f"log: {path}", "You said: hi", "> remind me in 5 minutes to stretch",

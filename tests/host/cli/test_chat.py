@@ -1,12 +1,11 @@
-"""``turnlog chat`` (host §7.2): piped stdin (non-terminal mode) and a pseudo-terminal run
-for reminders arriving while idle and for Ctrl-C."""
+"""``turnlog chat`` with piped stdin (host §7.2 "Non-terminal stdin"): one prompt per line, the
+output exactly as host §7.2 describes it, the exit status, ``--continue``; and the pure renderings
+chat shows. The terminal is tests/host/cli/test_chat_terminal.py's."""
 
 from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import signal
 import subprocess
 import sys
@@ -14,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from eventlog import read_log
-from host.cli._chat import Display, reminder_notice, tool_result_line, turn_end_line
+from host.cli._chat import delete_text, remind_text
+from host.cli._chatview import PipedDisplay, reminder_notice, retry_line, tool_result_line, turn_end_line
+from tests.host.process_support import with_default_sigint
 
 SCRIPT = Path(sys.executable).with_name("turnlog")
 HANG_GUARD_S = 20.0
@@ -73,13 +74,35 @@ class _Out:
         pass
 
 
-def test_display_keeps_the_prompt_marker_on_its_own_line() -> None:
-    out = _Out()
-    display = Display("s", out, interactive=True)  # type: ignore[arg-type]
-    display.prompt()
-    display.line("⏰ reminder: stretch")  # arrives while the user may be typing after "> "
-    display.prompt()
-    assert out.text == "> \n⏰ reminder: stretch\n> "
+def test_the_piped_display_ends_a_streamed_line_before_the_next() -> None:
+    out, err = _Out(), _Out()
+    display = PipedDisplay("s", out, err)  # type: ignore[arg-type]
+    display.stream("partial")
+    display.line("⏰ reminder: stretch")  # arrives while a reply streams
+    display.notice("retrying in 1 s (1/5): connection refused")
+    assert out.text == "partial\n⏰ reminder: stretch\n"
+    assert err.text == "retrying in 1 s (1/5): connection refused\n"
+
+
+def test_retry_lines() -> None:
+    transport = {"message": "model API request to http://127.0.0.1:9/v1 failed: connection refused", "code": "TRANSPORT"}
+    assert retry_line({"retry": 2, "maxRetries": 5, "delayMs": 4012, "failure": transport}) == (
+        "retrying in 4 s (2/5): connection refused")
+    assert retry_line({"retry": 1, "maxRetries": 5, "delayMs": 512, "failure": {"message": "busy", "code": "SERVER"}}) == (
+        "retrying in 0.5 s (1/5): SERVER: busy")
+    assert retry_line({"retry": 5, "maxRetries": 5, "delayMs": 10000, "failure": transport}).startswith(
+        "retrying in 10 s (5/5): ")
+
+
+def test_slash_commands_become_sentences_any_model_reads() -> None:
+    assert remind_text("10m stretch") == "remind me in 10m to stretch"
+    assert remind_text("18:30 call mom") == "remind me to call mom at 18:30"
+    assert remind_text("9am standup") == "remind me to standup at 9am"
+    assert remind_text("tomorrow 9am dentist") == "remind me to dentist tomorrow at 9am"
+    assert remind_text("in 5 minutes to stretch") == "remind me in 5 minutes to stretch"
+    assert delete_text("schedule-3") == "delete reminder schedule-3"
+    assert delete_text("all") == "cancel all reminders"
+    assert delete_text("stretch") == "delete the stretch reminder"
 
 
 # --- piped stdin ---------------------------------------------------------------------------------
@@ -129,6 +152,50 @@ def test_new_session_id_and_commands(tmp_path: Path) -> None:
     assert "not sent" not in out.split("> /quit")[1]
     assert out.endswith(EXIT_LINE.format(id=session_id) + "\n")
     assert len(_sources(tmp_path, session_id)) == 1
+
+
+def test_piped_reminders_are_listed_in_the_local_zone(tmp_path: Path) -> None:
+    done = chat(tmp_path, "--session", "z", stdin="remind me in 2 hours to stretch\nremind me every 10 minutes to blink\n"
+                "/reminders\n", env={"TZ": "Asia/Shanghai"})
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.split("> /reminders\n")[1].splitlines()[:2]
+    created = [json.loads(line[len("· → "):]) for line in done.stdout.splitlines() if line.startswith("· → ")]
+    local = [_shanghai_clock(view["scheduledAt"]) for view in created]
+    assert listed == [f"schedule-1  {local[0]} (in 2 h)  stretch", f"schedule-2  {local[1]} (in 10 min), every 10 min  blink"]
+
+
+def _shanghai_clock(instant: str) -> str:
+    """The wall clock of a canonical UTC instant in Asia/Shanghai (UTC+8, no DST), as HH:MM,
+    with "tomorrow " when the local date is the next day."""
+    import datetime
+
+    utc = datetime.datetime.fromisoformat(instant)
+    shanghai, now = utc + datetime.timedelta(hours=8), datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=8)
+    prefix = "" if shanghai.date() == now.date() else "tomorrow "
+    return f"{prefix}{shanghai:%H:%M}"
+
+
+def test_a_failed_turn_makes_piped_chat_exit_1(tmp_path: Path) -> None:
+    script = tmp_path / "script.jsonl"
+    script.write_text('{"error":{"message":"nope","code":"AUTH","status":401}}\n{"text":"fine"}\n')
+    done = chat(tmp_path, "--session", "f", "--script", str(script), stdin="one\ntwo\n")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines()[2:6] == ["> one", "! AUTH: nope", "> two", "fine"]
+    assert done.stderr == ""  # the offline model needs no setup advice
+
+
+def test_continue_resumes_the_most_recently_active_session(tmp_path: Path) -> None:
+    chat(tmp_path, "--session", "older", stdin="one\n")
+    chat(tmp_path, "--session", "newer", stdin="two\n")
+    os.utime(tmp_path / "older.jsonl")  # touched last: it is the most recent one now
+    done = chat(tmp_path, "-c", stdin="three\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "session: older"
+    assert done.stdout.splitlines()[2:4] == ["> one", "You said: one"]  # the recent messages of a resume
+    empty = tmp_path / "empty"
+    done = chat(empty, "--continue", stdin="hi\n")
+    assert done.returncode == 0 and done.stdout.startswith("session: session-")
+    assert done.stderr == f"turnlog: no sessions in {empty} yet: starting a new one\n"
 
 
 def test_resume_prints_the_last_five_messages(tmp_path: Path) -> None:
@@ -195,133 +262,9 @@ def test_busy_session_is_a_one_line_error(tmp_path: Path) -> None:
         holder.wait(timeout=HANG_GUARD_S)
 
 
-# --- a pseudo-terminal ---------------------------------------------------------------------------
-
-
-CONTROLLING_TTY = (
-    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); os.execv(sys.argv[1], sys.argv[1:])"
-)
-
-
-class Terminal:
-    """``turnlog chat`` on a pseudo-terminal it has as its controlling terminal, so Ctrl-C
-    typed on it is a SIGINT."""
-
-    def __init__(self, args: list[str]) -> None:
-        master, slave = pty.openpty()
-        env = {**os.environ, "TZ": "UTC"}
-        # The child leads a new session; a tiny launcher makes the terminal its controlling one
-        # and then becomes turnlog (no preexec_fn: the test process has threads).
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", CONTROLLING_TTY, str(SCRIPT), "chat", *args],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.master = master
-        self.raw = b""
-        self.output = ""  # the raw output with CRLF as LF
-        self.cursor = 0
-
-    def _take(self, data: bytes) -> None:
-        self.raw += data
-        self.output = self.raw.decode("utf-8", "replace").replace("\r\n", "\n")
-
-    def type(self, text: str) -> None:
-        os.write(self.master, text.encode())
-
-    def expect(self, text: str) -> str:
-        """Read until ``text`` appears after the previous match; returns the output up to and
-        including it."""
-        start = self.cursor
-        while (found := self.output.find(text, start)) < 0:
-            ready, _, _ = select.select([self.master], [], [], HANG_GUARD_S)
-            assert ready, f"timed out waiting for {text!r}; got {self.output[start:]!r}"
-            try:
-                data = os.read(self.master, 4096)
-            except OSError:
-                data = b""
-            assert data, f"terminal closed while waiting for {text!r}; got {self.output[start:]!r}"
-            self._take(data)
-        self.cursor = found + len(text)
-        return self.output[start : self.cursor]
-
-    def close(self) -> int:
-        """Wait for the exit, then collect the rest of the output."""
-        try:
-            code = self.proc.wait(timeout=HANG_GUARD_S)
-            while select.select([self.master], [], [], 0)[0]:
-                try:
-                    data = os.read(self.master, 4096)
-                except OSError:  # EIO: the terminal's other side is closed
-                    break
-                if not data:
-                    break
-                self._take(data)
-            return code
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            os.close(self.master)
-
-
-def test_terminal_reminder_while_idle_then_ctrl_c_exits_130(tmp_path: Path) -> None:
-    term = Terminal(["--root", str(tmp_path), "--session", "tty"])
-    try:
-        term.expect("type /help for commands\n> ")
-        term.type("remind me in 1 seconds to stretch\n")
-        term.expect("Reminder schedule-1 is set for ")
-        term.expect("\n> ")
-        term.type("half a lin")  # the reminder (due in a second) usually arrives while the user types
-        term.expect("Reminder: stretch\n> ")
-        assert "\n⏰ reminder: stretch\n> " in term.output  # on its own line, then the marker again
-        term.type("\x03")
-        code = term.close()
-    except BaseException:
-        term.proc.kill()
-        raise
-    assert code == 130
-    assert EXIT_LINE.format(id="tty") in term.output
-    snapshot = read_log(tmp_path / "tty.jsonl")
-    assert snapshot.repair is None
-    kinds = [e.value()["reason"]["kind"] for e in snapshot.events if e.type == "turn/end"]
-    assert kinds == ["completed", "completed"]
-
-
-def test_terminal_ctrl_c_cancels_a_running_turn(tmp_path: Path) -> None:
-    script = tmp_path / "hang.jsonl"
-    # step 1 lists the reminders (visible progress), step 2 waits forever
-    script.write_text('{"toolCalls":[{"name":"schedule_list","arguments":{}}]}\n{"hang":true}\n')
-    term = Terminal(["--root", str(tmp_path), "--session", "c", "--script", str(script), "--no-time-context"])
-    try:
-        term.expect("> ")
-        term.type("wait forever\n")
-        term.expect("· → []\n")
-        term.type("\x03")
-        term.expect("! cancelled\n> ")
-        term.type("/session\n")
-        term.expect("session: c\n")
-        term.expect("> ")
-        term.type("\x04")  # Ctrl-D at an empty prompt
-        code = term.close()
-    except BaseException:
-        term.proc.kill()
-        raise
-    assert code == 0
-    # Ctrl-D does not move the cursor off the "> " marker: the exit line still gets its own line.
-    assert term.output.endswith("> \n" + EXIT_LINE.format(id="c") + "\n")
-    events = read_log(tmp_path / "c.jsonl").events
-    ends = [e.value()["reason"] for e in events if e.type == "turn/end"]
-    assert ends == [{"kind": "aborted", "reason": {"kind": "user"}}]
-
-
 def test_piped_sigint_while_idle_exits_130(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [str(SCRIPT), "chat", "--root", str(tmp_path), "--session", "p", "--no-time-context"],
+        with_default_sigint([str(SCRIPT), "chat", "--root", str(tmp_path), "--session", "p", "--no-time-context"]),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
