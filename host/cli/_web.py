@@ -160,7 +160,7 @@ def run_web(argv: Sequence[str], environ: Mapping[str, str]) -> int:
             if problem is not None:
                 _diagnostic(problem)
 
-        adapters = ModelAdapters(env=environ, script=startup.script)
+        adapters = ModelAdapters(env=environ, script=startup.script, settings=startup.settings)
         try:
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:
