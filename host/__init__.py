@@ -39,6 +39,8 @@ from .runtime import LiveSession as LiveSession
 from .runtime import Notification as Notification
 from .runtime import ShutdownReport as ShutdownReport
 from .runtime import StatusChanged as StatusChanged
+from .runtime import Storage as Storage
+from .runtime import StorageChanged as StorageChanged
 from .runtime import ToolContext as ToolContext
 from .runtime import ToolError as ToolError
 from .runtime import canonical_client_zone as canonical_client_zone

@@ -31,6 +31,7 @@ from host.runtime import (
     HostError,
     Notification,
     StatusChanged,
+    StorageChanged,
 )
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -449,6 +450,11 @@ def notification_bytes(value: Notification, *, deltas: bool) -> bytes | None:
         return event_frame(value)
     if isinstance(value, StatusChanged):
         return notification_frame("session.status", {"sessionId": value.session_id, "status": value.status})
+    if isinstance(value, StorageChanged):
+        return notification_frame(
+            "session.status",
+            {"sessionId": value.session_id, "status": value.status, "storage": value.storage},
+        )
     if isinstance(value, ChildCreated):
         return notification_frame(
             "subagent.started",

@@ -41,6 +41,7 @@ from ._notifications import EventAppended as EventAppended
 from ._notifications import Notification as Notification
 from ._notifications import Status as Status
 from ._notifications import StatusChanged as StatusChanged
+from ._notifications import StorageChanged as StorageChanged
 from ._phases import AgentClosed as AgentClosed
 from ._phases import Phase as Phase
 from ._requests import DEFAULT_MAX_RETRIES as DEFAULT_MAX_RETRIES
@@ -52,6 +53,11 @@ from ._requests import Route as Route
 from ._sessions import LiveSession as LiveSession
 from ._sessions import ShutdownReport as ShutdownReport
 from ._sessions import sole_exception as sole_exception
+from ._storage import FIRST_RETRY_S as FIRST_RETRY_S
+from ._storage import MAX_RETRY_S as MAX_RETRY_S
+from ._storage import MonitoredLog as MonitoredLog
+from ._storage import Storage as Storage
+from ._storage import StorageMonitor as StorageMonitor
 from ._tools import TOOL_NAME_PATTERN as TOOL_NAME_PATTERN
 from ._tools import FunctionTool as FunctionTool
 from ._tools import SchemaViolation as SchemaViolation

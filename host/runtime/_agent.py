@@ -25,6 +25,7 @@ from ._inbox import Inbox, Target, UserMessage, user_message
 from ._notifications import Status
 from ._phases import AgentClosed, Phase, PhaseGate
 from ._requests import DEFAULT_MAX_RETRIES, DEFAULT_SYSTEM_PROMPT, Route
+from ._storage import StorageMonitor
 from ._tools import ToolRegistry
 from ._turns import DEFAULT_MAX_STEPS, CancelCause, TurnRunner
 
@@ -46,12 +47,19 @@ class Agent:
     Callbacks, called synchronously: ``on_status(status)`` on each public status flip,
     ``on_delta(turn, step, chunk)`` for every streamed chunk, and every idle callback
     (:meth:`add_idle_callback`) each time the status becomes ``idle`` while the agent is live.
+
+    Every flush goes through ``storage``. While it is failing (and retrying), the driver opens no
+    turn: it stays ``running`` with the input queued — a turn the failure stopped before its
+    first model request included (:meth:`TurnRunner.run_turn`) — and carries on once storage
+    works, so a client waiting for ``idle`` sees the turns run. New input meanwhile makes the
+    storage retry at once. A cancel that empties the inbox, or disposal, ends the wait.
     """
 
     def __init__(
         self,
         session: Session,
         *,
+        storage: StorageMonitor,
         route: Callable[[], Route],
         adapter_for: Callable[[str], ModelAdapter],
         tools: ToolRegistry,
@@ -66,12 +74,15 @@ class Agent:
         on_delta: Callable[[int, int, Chunk], None] = lambda turn, step, chunk: None,
     ) -> None:
         self._session = session
+        self._storage = storage
         self.tools = tools
         self._inbox = Inbox(session, inbox)
         self._gate = PhaseGate(session.id, on_status=on_status, has_input=lambda: bool(self._inbox))
+        self._storage_wait: trio.CancelScope | None = None  # cancelled to make a storage wait look again
         self._turns = TurnRunner(
             session,
             self._inbox,
+            flush=storage.flush,
             route=route,
             adapter_for=adapter_for,
             tools=tools,
@@ -128,6 +139,7 @@ class Agent:
             raise AgentClosed(self.id)
         self._inbox.insert(target, message)
         self._gate.wake()
+        self._storage.kick()  # someone is waiting for it: see at once whether storage works
         return str(message["id"])
 
     def wake(self) -> None:
@@ -157,6 +169,7 @@ class Agent:
         if not keep_inbox:
             self._inbox.cancel()
         self._turns.cancel(cause)
+        self._nudge()
 
     async def aclose(self) -> None:
         """Dispose of the agent: no more input or idle callbacks, ``cancel("disposed",
@@ -166,6 +179,10 @@ class Agent:
             self._gate.close()
             self.cancel("disposed", keep_inbox=True)
         await self._gate.wait_stopped()
+
+    def _nudge(self) -> None:
+        if self._storage_wait is not None:
+            self._storage_wait.cancel()
 
     # --- the driver -------------------------------------------------------------------------------
 
@@ -180,19 +197,28 @@ class Agent:
             self._gate.driver_stopped()
 
     async def _activity(self) -> None:
-        """Turns back to back while input is queued; then flush, check again, and go idle."""
+        """Turns back to back while input is queued (waiting while storage is failing); then
+        flush, check again, and go idle."""
         while not self._gate.closing:
             if self._inbox:
+                if self._storage.retrying():
+                    await self._wait_for_storage()
+                    continue
                 try:
                     await self._turns.run_turn()
+                except PersistenceError as exc:
+                    # The session failed for good (its file was removed or replaced): nothing can
+                    # be appended, not even the turn's closing events. Stop this activity.
+                    _logger.warning('session "%s": the turn could not be closed: %s', self.id, exc)
+                    break
                 except Exception:
-                    # Even the turn's closing events could not be appended (e.g. a session that
-                    # failed permanently): stop this activity; the next input wakes a new one.
+                    # The turn's closing events could not be appended for another reason (a bug):
+                    # stop this activity; the next input wakes a new one.
                     _logger.exception('agent of session "%s": a turn could not be closed', self.id)
                     break
                 continue
             try:
-                await self._session.flush()
+                await self._storage.flush()
             except PersistenceError as exc:
                 _logger.warning(
                     'session "%s": flush before idle failed (events stay pending): %s', self.id, exc
@@ -200,6 +226,13 @@ class Agent:
             if not self._inbox:
                 break
         self._gate.become_idle()
+
+    async def _wait_for_storage(self) -> None:
+        """Wait while storage is retrying and input is queued, until disposal."""
+        while self._storage.retrying() and self._inbox and not self._gate.closing:
+            with trio.CancelScope() as self._storage_wait:
+                await self._storage.wait_changed()
+            self._storage_wait = None
 
 
 class SchedulePort:

@@ -71,11 +71,28 @@ class Inbox:
         )
         queue.append(message)
 
-    def claim_turn_input(self) -> list[UserMessage]:
+    def claim_turn_input(self) -> tuple[list[UserMessage], list[UserMessage]]:
         """At a turn boundary: all of ``next-step``, then one ``next-turn`` message, each
-        non-empty claim its own splice."""
-        batch = self._claim("next-step", len(self._queues["next-step"]))
-        return batch + self._claim("next-turn", min(1, len(self._queues["next-turn"])))
+        non-empty claim its own splice. Returns the two claims, ``(steering, followups)``; the
+        turn's batch is their concatenation."""
+        steering = self._claim("next-step", len(self._queues["next-step"]))
+        return steering, self._claim("next-turn", min(1, len(self._queues["next-turn"])))
+
+    def requeue(self, steering: Sequence[UserMessage], followups: Sequence[UserMessage]) -> None:
+        """Put a turn's claims back at the front of their queues, the same messages (ids and
+        sources included), so that the next turn boundary claims them again: one insertion
+        splice at ``start`` 0 per non-empty claim, ``next-step`` first, as they were claimed
+        (host §3.3, recovery after a storage failure)."""
+        claims: tuple[tuple[Target, Sequence[UserMessage]], ...] = (
+            ("next-step", steering),
+            ("next-turn", followups),
+        )
+        for target, messages in claims:
+            if messages:
+                self._session.append(
+                    vocab.AGENT_INBOX_SPLICED, {"target": target, "start": 0, "inserted": list(messages)}
+                )
+                self._queues[target][:0] = messages
 
     def claim_steering(self) -> list[UserMessage]:
         """Between steps: all of ``next-step``."""

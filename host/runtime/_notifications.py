@@ -9,6 +9,8 @@ from typing import Literal
 from eventlog import Event
 from host.models import Chunk
 
+from ._storage import Storage
+
 Status = Literal["idle", "running"]
 
 
@@ -30,6 +32,19 @@ class StatusChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class StorageChanged:
+    """A live session's storage state changed (host §3.3): ``failing`` once a flush failed and the
+    session started retrying, ``ok`` once a flush succeeded again. ``status`` is the session's
+    public status at that moment; this is no status flip (``StatusChanged`` reports those), so
+    an ``idle`` here never ends an activity. Front doors show ``failing`` as
+    ``storage full: waiting to retry``."""
+
+    session_id: str
+    status: Status
+    storage: Storage
+
+
+@dataclass(frozen=True, slots=True)
 class Delta:
     """One streamed model chunk (host §6.1); live only, never persisted."""
 
@@ -47,4 +62,4 @@ class ChildCreated:
     child_session_id: str
 
 
-Notification = EventAppended | StatusChanged | Delta | ChildCreated
+Notification = EventAppended | StatusChanged | StorageChanged | Delta | ChildCreated

@@ -29,8 +29,9 @@ from ._agent import Agent
 from ._boundary import HostError, as_host_error, check_session_id, shutting_down
 from ._history import MalformedPersisted, replay_inbox
 from ._inbox import Target, UserMessage
-from ._notifications import Delta, EventAppended, Notification, Status, StatusChanged
+from ._notifications import Delta, EventAppended, Notification, Status, StatusChanged, StorageChanged
 from ._requests import Route
+from ._storage import Storage, StorageMonitor
 from ._tools import ToolRegistry, schedule_tools
 
 T = TypeVar("T")
@@ -76,14 +77,15 @@ class Wiring:
 
 class LiveSession:
     """One live session of this process: its eventlog ``session``, ``agent``, schedule ``runtime``
-    (whose tools ``schedule_tools`` name in the agent's registry) and in-memory working directory
-    ``cwd``."""
+    (whose tools ``schedule_tools`` name in the agent's registry), the ``storage`` monitor every
+    flush goes through, and the in-memory working directory ``cwd``."""
 
     def __init__(
         self,
         session: Session,
         agent: Agent,
         runtime: schedule.ScheduleRuntime,
+        storage: StorageMonitor,
         schedule_tools: tuple[str, ...],
         cwd: Path,
         scope: trio.CancelScope,
@@ -91,6 +93,7 @@ class LiveSession:
         self.session = session
         self.agent = agent
         self.runtime = runtime
+        self.storage = storage
         self.schedule_tools = schedule_tools
         self.cwd = cwd
         self.flush_error: str | None = None
@@ -234,6 +237,7 @@ class SessionRegistry:
                         raise (exc if line is None else exc.at_line(line)) from exc
                     self._live[session_id] = live
                     async with trio.open_nursery() as nursery:
+                        await nursery.start(live.storage.run)
                         await nursery.start(live.agent.run)
                         live.agent.wake()  # host §5.3 step 4: input queued before the restart
                         result = then(live)  # host §5.3 step 6: the triggering request goes first
@@ -243,6 +247,7 @@ class SessionRegistry:
                         if not self._closing:
                             await live._stop.wait()
                         await _stop_session(live)
+                        nursery.cancel_scope.cancel()  # the storage retries: shutdown flushes once more
                     await _flush_for_close(live)
         except BaseException as exc:
             failure = sole_exception(exc)
@@ -275,8 +280,16 @@ class SessionRegistry:
         def on_delta(turn: int, step: int, chunk: Chunk) -> None:
             wiring.emit(Delta(session_id, turn, step, chunk))
 
+        def on_storage(storage: Storage) -> None:
+            wiring.emit(StorageChanged(session_id, agent.status, storage))
+
+        def on_recovered() -> None:
+            runtime.request_drive()  # schedule §11.10: re-arm and drive once storage works
+
+        monitor = StorageMonitor(session, on_change=on_storage, on_recovered=on_recovered)
         agent = Agent(
             session,
+            storage=monitor,
             route=wiring.route,
             adapter_for=wiring.adapter_for,
             tools=registry,
@@ -292,14 +305,14 @@ class SessionRegistry:
         )
         queue = schedule.ScheduleQueue()
         runtime = schedule.ScheduleRuntime(
-            session=session,
+            session=monitor.log,
             agent=agent.port,
             clock=wiring.clock,
             queue=queue,
             segment_ms=wiring.schedule_segment_ms,
         )
         tools = schedule.ScheduleTools(
-            session=session,
+            session=monitor.log,
             owner=agent.port,
             clock=wiring.clock,
             queue=queue,
@@ -309,7 +322,9 @@ class SessionRegistry:
         registry.register(*registered)
         agent.add_idle_callback(runtime.on_agent_idle)
         cwd = Path(session.header.cwd) if session.header.cwd else self._cwd()
-        return LiveSession(session, agent, runtime, tuple(t.spec.name for t in registered), cwd, scope)
+        return LiveSession(
+            session, agent, runtime, monitor, tuple(t.spec.name for t in registered), cwd, scope
+        )
 
     async def shutdown(self) -> ShutdownReport:
         """host §4.3.9 steps 3–4 for every live session: ``cancel("disposed", keep_inbox=True)``,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -85,6 +85,10 @@ class _Turn:
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     abort_cause: CancelCause | None = None
     max_tokens: bool = False
+    # what the turn claimed, and whether it must run again (its first checkpoint failed)
+    steering: list[UserMessage] = field(default_factory=list)
+    followups: list[UserMessage] = field(default_factory=list)
+    run_again: bool = False
     step: int | None = None  # the open step, if any
     in_flight: vocab.ToolCallBlock | None = None  # a call with a tool/call and no result yet
     in_flight_seq: int = -1
@@ -101,15 +105,18 @@ class _Turn:
 class TurnRunner:
     """Runs the turns of one agent over its eventlog ``Session`` and :class:`Inbox`; its
     requests are a :class:`~host.runtime._requests.ModelCaller`'s (``route``, ``adapter_for``,
-    ``system``, ``max_retries``, ``uniform`` and ``on_delta`` are passed on to it). Reading the
-    log it is given raises :class:`~host.runtime._history.MalformedPersisted` for malformed
-    persisted data (a resumed session's)."""
+    ``system``, ``max_retries``, ``uniform`` and ``on_delta`` are passed on to it). Every
+    barrier it and its tools wait for is ``flush()`` (the session's, as the storage monitor
+    sees it). Reading the log it is given raises
+    :class:`~host.runtime._history.MalformedPersisted` for malformed persisted data (a resumed
+    session's)."""
 
     def __init__(
         self,
         session: Session,
         inbox: Inbox,
         *,
+        flush: Callable[[], Awaitable[int]],
         route: Callable[[], Route],
         adapter_for: Callable[[str], ModelAdapter],
         tools: ToolRegistry,
@@ -123,6 +130,7 @@ class TurnRunner:
     ) -> None:
         self._session = session
         self._inbox = inbox
+        self._flush = flush
         self.tools = tools
         self._hooks = tuple(hooks)
         self._clock = clock
@@ -152,20 +160,27 @@ class TurnRunner:
     async def run_turn(self) -> None:
         """One turn, from ``turn/start`` (numbered after the last in the log) to ``turn/end``.
 
-        A bug below ends the turn as ``INTERNAL`` (traceback logged); only a failure to append
-        the turn's own closing events propagates.
+        A turn whose first checkpoint fails ends as ``PERSISTENCE`` before any model request;
+        right after its ``turn/end`` its claims go back to the front of the inbox
+        (:meth:`Inbox.requeue`), so it runs again with the same items once storage works — in
+        the same write batch as the ``turn/end``, so a restart cannot lose them. A bug below ends
+        the turn as ``INTERNAL`` (traceback logged); only a failure to append the turn's own
+        closing events (a session that failed for good) propagates.
         """
         turn = _Turn(self._last_turn + 1)
         self._turn = turn
         try:
             self._session.append(vocab.TURN_START, vocab.TurnStart(turn=turn.number))
             self._last_turn = turn.number
-            batch = self._inbox.claim_turn_input()
+            turn.steering, turn.followups = self._inbox.claim_turn_input()
+            batch = turn.steering + turn.followups
             reason: vocab.TurnEndReason | None = None
             with turn.scope:
                 try:
                     reason = await self._steps(turn, batch)
                 except Exception as exc:
+                    if isinstance(exc, PersistenceError) and exc.permanent:
+                        raise  # nothing can be appended any more: the turn cannot be closed
                     _logger.exception(
                         'agent of session "%s": internal error in turn %d', self._session.id, turn.number
                     )
@@ -177,6 +192,8 @@ class TurnRunner:
                 assert reason is not None
                 self._end_step(turn)
             self._session.append(vocab.TURN_END, vocab.TurnEnd(turn=turn.number, reason=reason))
+            if turn.run_again and turn.abort_cause is None:
+                self._inbox.requeue(turn.steering, turn.followups)
         finally:
             self._turn = None
 
@@ -202,9 +219,12 @@ class TurnRunner:
             if route.model is not None:
                 self._model.append_header_if_needed(route)
             try:
-                await self._session.flush()
+                await self._flush()
             except PersistenceError as exc:
                 self._end_step(turn)
+                # No model request was made for this turn: it runs again once storage works (never
+                # after a permanent failure, which no retry can mend).
+                turn.run_again = step == 1 and not exc.permanent
                 return error_reason(str(exc), "PERSISTENCE")
             outcome = await self._model.call(turn.number, step, route)
             if isinstance(outcome, Failed):
@@ -304,7 +324,7 @@ class TurnRunner:
                 continue
             turn.in_flight, turn.in_flight_seq = call, seq
             try:
-                await self._session.flush()
+                await self._flush()
             except PersistenceError as exc:
                 failure = exc
                 self._append_result(turn, call, seq, persistence_result(str(exc)))
@@ -341,7 +361,7 @@ class TurnRunner:
             events=session.events,
             seed_length=session.seed_length,
             append=lambda type, data: session.append(type, data),
-            flush=session.flush,
+            flush=self._flush,
             now_ms=self._clock.now_ms,
         )
 

@@ -1619,20 +1619,26 @@ async def test_checkpoint_flush_failure_ends_the_turn_before_the_request(tmp_pat
         await h.start()
         live = await h.host.session("main")
         with eventlog.fileio.fail("sync", errno.EIO):
+            failed = appended(h, "turn/end")
             await h.prompt("main", "hi")
-            await h.settle()
-        events = [json.loads(e.to_json()) for e in live.session.events]
-        assert recorder.requests == []  # no model request
-        await h.prompt("main", "again")  # the session serves on; the next flush retries
+            await failed.wait()
+            events = [json.loads(e.to_json()) for e in live.session.events]
+            assert recorder.requests == []  # no model request
+        await h.settle()  # the storage retry (1 s later) succeeds: the failed turn runs again (host §3.3)
+        await h.prompt("main", "again")
         await h.settle()
         on_disk = lines(h, "main")
-    message = events[-1]["data"]["reason"]["error"]["message"]
+    turn_end = next(e for e in events if e["type"] == "turn/end")
+    message = turn_end["data"]["reason"]["error"]["message"]
     assert message.startswith('failed to persist session "main": ')
-    assert types(events)[-3:] == ["request/header", "step/end", "turn/end"]
-    assert events[-1]["data"] == {"turn": 1, "reason": {"kind": "error", "error": {"message": message,
-                                                                                   "code": "PERSISTENCE"}}}  # fmt: skip
+    assert types(events)[-4:] == ["request/header", "step/end", "turn/end", "agent/inbox/spliced"]
+    assert turn_end["data"] == {"turn": 1, "reason": {"kind": "error", "error": {"message": message,
+                                                                                "code": "PERSISTENCE"}}}  # fmt: skip
     assert on_disk[: len(events)] == events
-    assert [m["content"] for m in recorder.requests[0].messages] == [[text("hi")], [text("again")]]
+    [hi] = events[0]["data"]["inserted"]
+    assert events[-1]["data"] == {"target": "next-turn", "start": 0, "inserted": [hi]}  # the same message again
+    assert [m["content"] for m in recorder.requests[0].messages] == [[text("hi")], [text("hi")]]
+    assert [m["content"] for m in recorder.requests[1].messages][-1] == [text("again")]
 
 
 async def test_a_terminal_failure_keeps_the_prompt_in_history_and_the_next_prompt_continues(tmp_path, autojump_clock) -> None:

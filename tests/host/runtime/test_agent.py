@@ -4,6 +4,7 @@ pre-step hooks and request headers — on the real eventlog store under virtual 
 from __future__ import annotations
 
 import errno
+import json
 from typing import Any
 
 import msgspec
@@ -27,6 +28,7 @@ from tests.host.loop_support import (
     UUID4,
     B,
     Hook,
+    appended,
     compact,
     initial_header,
     of_type,
@@ -379,22 +381,25 @@ async def test_tool_failures_are_results_and_the_turn_continues(tmp_path, autoju
 
 
 async def test_checkpoint_flush_failure_ends_the_turn_before_any_request(tmp_path, autojump_clock) -> None:
-    async with open_harness(tmp_path, adapters=script({"text": "never sent"}, {"text": "later"})) as h:
+    async with open_harness(tmp_path, adapters=script({"text": "first run"}, {"text": "later"})) as h:
         await h.start()
         with eventlog.fileio.fail("sync", errno.EIO) as fault:
+            failed = appended(h, "turn/end")
             await h.prompt("main", "hi")
-            await h.settle()
+            await failed.wait()
+            events = [json.loads(e.to_json()) for e in h.host.live("main").session.events]
         assert fault.failures == 1
-        events = h.events("main")
+        await h.settle()  # the storage retry succeeds and the turn runs again
         await h.prompt("main", "again")
         await h.settle()
         later = h.events("main")
-    assert types(events)[-3:] == ["request/header", "step/end", "turn/end"]
-    reason = events[-1]["data"]["reason"]
+    assert types(events)[-4:] == ["request/header", "step/end", "turn/end", "agent/inbox/spliced"]
+    reason = events[-2]["data"]["reason"]
     assert reason["kind"] == "error" and reason["error"]["code"] == "PERSISTENCE"
     assert reason["error"]["message"].startswith('failed to persist session "main": ')
     assert not of_type(events, "assistant/message")
-    assert texts(of_type(later, "assistant/message")[0]["data"]["message"]) == "never sent"  # first line unused
+    replies = [texts(e["data"]["message"]) for e in of_type(later, "assistant/message")]
+    assert replies == ["first run", "later"]  # the first script line went to the re-run of "hi"
 
 
 async def test_tool_call_flush_failure_fails_this_and_later_calls_without_running_them(tmp_path, autojump_clock) -> None:
