@@ -89,9 +89,11 @@ class ModelSetup:
                 f"{base} refused the key from {self.endpoint.api_key_source}: check it, or {self._set_key()}"
             )
         if code == "TRANSPORT":
-            return f"no model server answered at {base}{base_from}; start it, or point {_either(self.endpoint.base_url_vars)} at one"
-        if code == "HTTP_404" or "model" in message.lower() and code == "INVALID_REQUEST":
-            return f"check the model name ({self.model}: --model or TURNLOG_MODEL) and the base URL {base}{base_from}"
+            variables = _either(self.endpoint.base_url_vars)
+            return f"no model server answered at {base}{base_from}; start it, or point {variables} at one"
+        if code == "HTTP_404" or (code == "INVALID_REQUEST" and "model" in message.lower()):
+            model = f"{self.model}: --model or TURNLOG_MODEL"
+            return f"check the model name ({model}) and the base URL {base}{base_from}"
         if code == "QUOTA":
             return f"the account of the key from {self.endpoint.api_key_source} has no quota left"
         return None

@@ -69,7 +69,8 @@ def duration_seconds(text: str) -> int | None:
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _CLOCK = r"(?:[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:\s*[ap]\.?m\.?)?|[0-9]{1,2}\s*[ap]\.?m\.?|noon|midnight)"
-_DAY = rf"(?:today|tonight|tomorrow|(?:on\s+)?(?:{'|'.join(_WEEKDAYS)})|(?:on\s+)?[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})"
+_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_DAY = rf"(?:today|tonight|tomorrow|(?:on\s+)?(?:{'|'.join(_WEEKDAYS)})|(?:on\s+)?{_DATE})"
 _ZONE = r"(?:UTC|[A-Za-z][A-Za-z0-9_+.-]*(?:/[A-Za-z0-9_+.-]+)+)"
 _OFFSET_INSTANT = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(?:Z|[+-][0-9]{2}:[0-9]{2})"
 _LOCAL = (
@@ -257,7 +258,10 @@ EXAMPLES = (
     '"delete the stretch reminder"'
 )
 HELP = f"I can set, list and delete reminders. Try: {EXAMPLES}."
-_NO_TIME = 'When should I remind you{what}? Say a delay or a time, e.g. "remind me in 30 minutes to {example}" or "remind me to {example} at 18:30".'
+_NO_TIME = (
+    'When should I remind you{what}? Say a delay or a time, e.g. "remind me in 30 minutes to {example}" '
+    'or "remind me to {example} at 18:30".'
+)
 _NO_WHAT = 'What should I remind you about? Say it after "to", e.g. "remind me {when} to stretch".'
 _NO_ZONE = (
     'I don\'t know your time zone, so I can\'t place "{said}". Name a zone ("at 18:30 Europe/Berlin" '
@@ -316,8 +320,14 @@ def understand(s: str, messages: Sequence[Mapping[str, Any]], client_zone: str |
 
 def _list_request(text: str, messages: Sequence[Mapping[str, Any]]) -> Reply | None:
     patterns = (
-        r"(?:what|which)(?: are)?(?: my| the)? reminders(?: do i have| have i got| are (?:there|set|active|pending))?(?: now| left)?",
-        r"what(?: reminders)? (?:do i have|have i got|is scheduled|did i ask you to remind me)(?: set)?(?: up)?",
+        (
+            r"(?:what|which)(?: are)?(?: my| the)? reminders"
+            r"(?: do i have| have i got| are (?:there|set|active|pending))?(?: now| left)?"
+        ),
+        (
+            r"what(?: reminders)? (?:do i have|have i got|is scheduled|did i ask you to remind me)"
+            r"(?: set)?(?: up)?"
+        ),
         r"(?:do i have|are there|have i got) any(?: active| pending)? reminders",
         r"any reminders",
         r"(?:list|show)(?: me)?(?: all)?(?: of)?(?: my| the)?(?: active| pending)? reminders",
@@ -396,7 +406,8 @@ _TRAILING_REPEAT = re.compile(
     r"\s+(?:every (?:day|morning|evening|night|week|weekday|\w+day)|each day|daily|hourly|weekly)$", _FLAGS
 )
 _WHEN = (
-    rf"(?:in|after|for) {_DURATION}|{_DURATION} from now|every {_DURATION}|every (?:{_UNIT})|hourly|daily|weekly"
+    rf"(?:in|after|for) {_DURATION}|{_DURATION} from now"
+    rf"|every {_DURATION}|every (?:{_UNIT})|hourly|daily|weekly"
     rf"|(?:at|on) {_OFFSET_INSTANT}|(?:for )?(?:{_LOCAL})|{_DAY}"
 )
 

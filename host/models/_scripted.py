@@ -3,8 +3,9 @@
 Rules mode answers from the trigger message (the last one that is not a time reading): tool
 results are summarised, reminder framings are echoed, and a few reminder phrases become schedule
 tool calls; after those exact patterns, the everyday phrases of :mod:`._phrases` are tried, so a
-request about reminders gets a tool call or help, never an echo. Script mode replays a validated JSONL file, one line per model attempt, through one
-cursor per adapter instance (the CLI builds one instance per process).
+request about reminders gets a tool call or help, never an echo. Script mode replays a validated
+JSONL file, one line per model attempt, through one cursor per adapter instance (the CLI builds
+one instance per process).
 
 Chunk building is pure (:func:`rules_chunks`, :func:`line_chunks`); :class:`ScriptedAdapter`
 only adds the cursor and the trio sleeps.
