@@ -19,6 +19,7 @@ import os
 import signal
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from datetime import tzinfo
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -68,6 +69,7 @@ class Env:
     out: IO[str]
     err: IO[str]
     prog: str = "turnlog"
+    zone: tzinfo | None = None  # human output's times (None: UTC, as log-format §10 writes them)
 
     def store(self) -> SessionStore:
         return SessionStore(self.root)
@@ -223,7 +225,7 @@ async def cmd_ls(args: argparse.Namespace, env: Env) -> int:
             ]
         )
         return 0
-    for line in ls_lines(infos):
+    for line in ls_lines(infos, env.zone):
         env.print(line)
     return 0
 
@@ -258,16 +260,16 @@ async def cmd_inspect(args: argparse.Namespace, env: Env) -> int:
     if args.json:
         env.write_pieces(inspect_json(snapshot, _header_json(snapshot.path, snapshot.header), events))
         return 0
-    for line in header_lines(snapshot):
+    for line in header_lines(snapshot, env.zone):
         env.print(line)
     env.print()
     shown = 0
     for event in events:
-        env.print(event_line(event, full=args.full))
+        env.print(event_line(event, full=args.full, zone=env.zone))
         shown += 1
     if shown:
         env.print()
-    for line in repair_lines(snapshot.repair, full=args.full):
+    for line in repair_lines(snapshot.repair, full=args.full, zone=env.zone):
         env.print(line)
     return 0
 
@@ -319,7 +321,7 @@ async def cmd_validate(args: argparse.Namespace, env: Env) -> int:
 
 
 def _emit(env: Env, event: Event, as_json: bool) -> None:
-    env.print(event.to_json().decode("utf-8") if as_json else event_line(event))
+    env.print(event.to_json().decode("utf-8") if as_json else event_line(event, zone=env.zone))
 
 
 async def _print_from(env: Env, path: Path, start_seq: int, as_json: bool) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from datetime import tzinfo
 from pathlib import Path
 from typing import IO
 
@@ -24,12 +25,15 @@ def main(
     checks: Iterable[Check] = (),
     root: str | os.PathLike[str] | None = None,
     prog: str = "turnlog",
+    zone: tzinfo | None = None,
 ) -> int:
     """Run one log command and return its exit status (log-format §10).
 
     ``argv`` excludes the program name (default ``sys.argv[1:]``). ``checks`` are the
     packages' rules for ``validate``. ``root`` is the session root to use when no ``--root`` is
     given (default ``eventlog.default_root()``). ``prog`` names the program in usage texts.
+    ``zone`` is the zone human output shows times in (default: UTC, as log-format §10 writes
+    them); ``--utc`` overrides it. ``--json`` output is the same in every zone.
 
     Exit status 0 on success; 1 on a failure, described by one line ``turnlog: <message>`` on
     stderr; 2 on a usage error (also one line); 130 when interrupted (Ctrl-C), except that
@@ -38,7 +42,7 @@ def main(
     """
     err = sys.stderr
     fallback = Path(root).absolute() if root is not None else default_root()
-    parser = build_parser(prog, default=fallback, explain_default=root is None)
+    parser = build_parser(prog, default=fallback, explain_default=root is None, local_times=zone is not None)
     try:
         args, unknown = parser.parse_known_args(argv)
         if unknown:
@@ -59,7 +63,8 @@ def main(
         # Human output prints a path whose bytes are not UTF-8 as those bytes, as stderr
         # does (backslashreplace), instead of failing under a strict UTF-8 locale.
         reconfigure(errors="surrogateescape")
-    env = Env(root=chosen, checks=tuple(checks), out=out, err=err, prog=prog)
+    shown_in = None if getattr(args, "utc", False) else zone
+    env = Env(root=chosen, checks=tuple(checks), out=out, err=err, prog=prog, zone=shown_in)
     try:
         return trio.run(COMMANDS[args.command], args, env)
     except BaseException as raw:

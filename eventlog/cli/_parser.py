@@ -33,7 +33,7 @@ def _count(text: str) -> int:
 
 _EPILOG = """\
 PATH|ID: an argument containing "/" is a file path (write ./x.jsonl for the current
-directory); anything else is a session id in the root. Times print as UTC.
+directory); anything else is a session id in the root. {times}
 {root_rule}These commands never write to an existing session file; only fork writes,
 and only a new file.
 
@@ -82,6 +82,13 @@ def _add_ls(commands: _Commands) -> None:
         "  {prog} ls\n  {prog} ls --root fixtures --json\n",
     )
     sub.add_argument("--json", action="store_true", help="print a JSON array")
+    _add_utc(sub)
+
+
+def _add_utc(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--utc", action="store_true", help="show times in UTC (human output; --json is always UTC)"
+    )
 
 
 def _add_inspect(commands: _Commands) -> None:
@@ -99,6 +106,7 @@ def _add_inspect(commands: _Commands) -> None:
     sub.add_argument("--from", dest="from_seq", metavar="SEQ", type=_count, help="show events from SEQ on")
     sub.add_argument("--type", action="append", metavar="TYPE", help="show only events of TYPE (repeatable)")
     sub.add_argument("--full", action="store_true", help="do not cut event data at 80 characters")
+    _add_utc(sub)
 
 
 def _add_validate(commands: _Commands) -> None:
@@ -135,6 +143,7 @@ def _add_tail(commands: _Commands) -> None:
     which.add_argument("--from", dest="from_seq", metavar="SEQ", type=_count, help="print every event from SEQ on")
     sub.add_argument("-f", "--follow", action="store_true", help="keep following new events (Ctrl-C ends)")
     sub.add_argument("--json", action="store_true", help="print canonical records (JSONL)")
+    _add_utc(sub)
 
 
 def _add_fork(commands: _Commands) -> None:
@@ -153,15 +162,21 @@ def _add_fork(commands: _Commands) -> None:
 
 
 def build_parser(
-    prog: str = "turnlog", *, default: Path | None = None, explain_default: bool = True
+    prog: str = "turnlog",
+    *,
+    default: Path | None = None,
+    explain_default: bool = True,
+    local_times: bool = False,
 ) -> argparse.ArgumentParser:
     """The argument parser of the five log commands. ``default`` is the root used without
-    ``--root`` (shown in the help); ``explain_default`` adds eventlog's own root rule to it.
-    Its ``error`` raises ``UsageError``."""
+    ``--root`` (shown in the help); ``explain_default`` adds eventlog's own root rule to it;
+    ``local_times`` says that human output shows times in the user's zone. Its ``error``
+    raises ``UsageError``."""
+    times = "Times show in your time zone (--utc: UTC)." if local_times else "Times print as UTC."
     parser = _Parser(
         prog=prog,
         description="Inspect, validate, follow and fork turnlog session logs.",
-        epilog=_EPILOG.format(prog=prog, root_rule=_ROOT_RULE if explain_default else ""),
+        epilog=_EPILOG.format(prog=prog, root_rule=_ROOT_RULE if explain_default else "", times=times),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     root_help = "session root directory" + (f" (default: {default})" if default else "")

@@ -1,5 +1,9 @@
 """What the log commands print: pure functions over the reader's values (log-format §10).
 
+Human output shows times in a display zone chosen by the caller (the ``turnlog`` script passes
+the user's zone): ``2026-12-02T09:18:14.448+08:00``; in UTC, and without a zone, exactly as
+log-format §10 writes them, ``2026-12-02T01:18:14.448Z``. ``--json`` output never changes.
+
 Times, data cutting, the event line shared by ``inspect`` and ``tail``, the ``inspect`` header
 block, repair section and ``--json`` document, the ``ls`` table, and the ``fork`` lines and
 hint. Nothing here reads a file or writes output; the commands (``_commands``) do.
@@ -8,6 +12,7 @@ hint. Nothing here reads a file or writes output; the commands (``_commands``) d
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta, tzinfo
 
 import msgspec
 
@@ -20,13 +25,31 @@ from ..values import format_instant
 DATA_WIDTH = 80  # characters of data shown per event line without --full
 
 
-def format_time(ms: int) -> str:
-    """Epoch milliseconds as UTC ``YYYY-MM-DDTHH:MM:SS.mmmZ``; the bare integer when the
-    instant is outside years 0001–9999 (event times are any safe integer)."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def format_time(ms: int, zone: tzinfo | None = None) -> str:
+    """Epoch milliseconds as UTC ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (``zone`` ``None`` or UTC), else as
+    the wall time in ``zone`` with its offset, ``YYYY-MM-DDTHH:MM:SS.mmm±HH:MM``; the bare
+    integer when the instant is outside years 0001–9999 (event times are any safe integer)."""
     try:
-        return format_instant(ms)
+        text = format_instant(ms)
     except ValueError:
         return str(ms)
+    if zone is None or zone is UTC or zone_name(zone) == "UTC":
+        return text
+    try:
+        local = (_EPOCH + timedelta(milliseconds=ms)).astimezone(zone)
+    except OverflowError:  # the wall time falls outside years 1-9999
+        return text
+    offset = local.strftime("%z")  # ±HHMM, or ±HHMMSS for a local mean time
+    seconds = f":{offset[5:7]}" if len(offset) > 5 else ""
+    return f"{local.year:04d}-{local:%m-%dT%H:%M:%S}.{ms % 1000:03d}{offset[:3]}:{offset[3:5]}{seconds}"
+
+
+def zone_name(zone: tzinfo) -> str:
+    """The zone's name (a ``ZoneInfo`` key, ``UTC``)."""
+    return str(getattr(zone, "key", None) or zone)
 
 
 def compact_data(raw: bytes) -> str:
@@ -54,12 +77,12 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def event_line(event: Event, *, full: bool = False) -> str:
+def event_line(event: Event, *, full: bool = False, zone: tzinfo | None = None) -> str:
     """``seq  time  type  data``; data cut to 80 characters and marked with ``…`` unless ``full``."""
     data = compact_data(bytes(event.data))
     if not full and len(data) > DATA_WIDTH:
         data = data[:DATA_WIDTH] + "…"
-    return f"{event.seq}  {format_time(event.time)}  {event.type}  {data}"
+    return f"{event.seq}  {format_time(event.time, zone)}  {event.type}  {data}"
 
 
 def header_object(line: bytes | None, header: SessionHeader) -> msgspec.Raw:
@@ -122,7 +145,7 @@ def repair_summary(repair: Repair) -> list[str]:
     return lines
 
 
-def repair_lines(repair: Repair | None, *, full: bool = False) -> list[str]:
+def repair_lines(repair: Repair | None, *, full: bool = False, zone: tzinfo | None = None) -> list[str]:
     """The repair section of human ``inspect`` output."""
     if repair is None:
         return ["repair: none needed"]
@@ -144,11 +167,11 @@ def repair_lines(repair: Repair | None, *, full: bool = False) -> list[str]:
             f"  close open turn {repair.open_turn} by appending "
             f"{plural(len(repair.closers), 'event')}:"
         )
-        lines.extend("    " + event_line(event, full=full) for event in repair.closers)
+        lines.extend("    " + event_line(event, full=full, zone=zone) for event in repair.closers)
     return lines
 
 
-def header_lines(snapshot: LogSnapshot) -> list[str]:
+def header_lines(snapshot: LogSnapshot, zone: tzinfo | None = None) -> list[str]:
     """The header block of human ``inspect`` output."""
     header = snapshot.header
     parent = "-"
@@ -159,7 +182,7 @@ def header_lines(snapshot: LogSnapshot) -> list[str]:
     rows = [
         ("session", displayable(header.id)),
         ("path", str(snapshot.path)),
-        ("created", format_time(header.created_at)),
+        ("created", format_time(header.created_at, zone) + ("" if zone is None else f" ({zone_name(zone)})")),
         ("cwd", displayable(header.cwd or "-")),
         ("parent", parent),
     ]
@@ -179,7 +202,7 @@ def header_lines(snapshot: LogSnapshot) -> list[str]:
     return [f"{name:<8} {value}" for name, value in rows]
 
 
-def ls_lines(infos: Sequence[SessionInfo]) -> list[str]:
+def ls_lines(infos: Sequence[SessionInfo], zone: tzinfo | None = None) -> list[str]:
     """The human ``ls`` table (log-format §10.1); nothing for an empty store. A file with a
     problem shows the problem in place of the header columns."""
     if not infos:
@@ -194,7 +217,7 @@ def ls_lines(infos: Sequence[SessionInfo]) -> list[str]:
         if header.parent_session is not None:
             parent = f"{displayable(header.parent_session)}@{header.seed_length or 0}"
         cwd = displayable(header.cwd or "-")
-        rows.append((info.id, format_time(header.created_at), str(info.size), parent, cwd))
+        rows.append((info.id, format_time(header.created_at, zone), str(info.size), parent, cwd))
     return table(rows)
 
 

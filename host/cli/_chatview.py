@@ -181,6 +181,11 @@ class Display(abc.ABC):
         """Advice: what to set or check after a failure, or before the first prompt."""
         self.notice(text)
 
+    def reminder(self, message: Mapping[str, Any]) -> str:
+        """The notice for one inserted reminder message (host §7.2: ``⏰ reminder: <prompt>``,
+        ``⏰ <n> reminders`` for a batch)."""
+        return reminder_notice(message)
+
     @abc.abstractmethod
     def stream(self, text: str) -> None:
         """Streamed assistant text, as it arrives."""
@@ -217,7 +222,7 @@ class Display(abc.ABC):
         if kind == "agent/inbox/spliced":
             reminders = reminders_inserted(event)
             if len(reminders) == 1:
-                self.line(reminder_notice(reminders[0]), "yellow", "bold")
+                self.line(self.reminder(reminders[0]), "yellow", "bold")
             elif reminders:
                 self.line(f"⏰ {len(reminders)} reminders", "yellow", "bold")
         elif kind == "step/start":
@@ -342,6 +347,16 @@ class TerminalDisplay(Display):
         if self._partial:
             rest, self._partial = self._partial, ""
             self.screen.print_above(annotate(rest, self.zone, self.now_ms()) + "\n", live=self._live())
+
+    def reminder(self, message: Mapping[str, Any]) -> str:
+        """A batch names its prompts: ``⏰ reminder: <p>`` for one, ``⏰ 2 reminders: <p1>; <p2>``."""
+        batch = framed_value(text_of(message.get("content") or ()), "reminders_json")
+        if not isinstance(batch, list):
+            return reminder_notice(message)
+        prompts = [str(item.get("reminder_prompt")) for item in batch if isinstance(item, dict)]
+        if len(prompts) == 1:
+            return f"⏰ reminder: {prompts[0]}"
+        return f"⏰ {len(prompts)} reminders: {'; '.join(prompts)}"
 
     def step_started(self) -> None:
         self._waiting_since = self.now_ms()

@@ -1,6 +1,7 @@
-"""The log commands of ``turnlog`` (host §7.4): eventlog's ``ls``, ``inspect``, ``validate``,
-``tail`` and ``fork`` (log-format §10), mounted with the host's root rules (host §5.1) and the
-packages' ``validate`` checks.
+"""The log commands of ``turnlog`` (host §7.4): eventlog's ``inspect``, ``validate``, ``tail``,
+``fork`` and ``ls --json`` (log-format §10), mounted with the host's root rules (host §5.1), the
+packages' ``validate`` checks and the user's zone for human output; and host's own ``ls`` table
+and ``show`` transcript.
 
 Apart from ``_commands``, so a log command loads eventlog's command line but not the JSON-RPC
 server, chat or the demo.
@@ -9,6 +10,7 @@ server, chat or the demo.
 from __future__ import annotations
 
 import os
+import zoneinfo
 from collections.abc import Mapping, Sequence
 
 import eventlog.cli
@@ -16,6 +18,10 @@ import schedule
 import timecontext
 from eventlog import LogSnapshot
 from host.runtime import resolve_root
+
+from ._listing import run_ls
+from ._show import run_show
+from ._when import user_zone
 
 
 def schedule_check(snapshot: LogSnapshot) -> list[str]:
@@ -37,6 +43,20 @@ CHECKS: tuple[eventlog.cli.Check, ...] = (schedule_check, readings_check)
 
 
 def run_log_command(command: str, argv: Sequence[str], environ: Mapping[str, str]) -> int:
-    """``turnlog <log command> ARGS``: eventlog's command with the host's default root (host §7.4)."""
+    """``turnlog <log command> ARGS`` with the host's default root (host §7.4): ``ls`` and ``show``
+    are host's, the others eventlog's, showing times in the user's zone (UTC as log-format §10
+    writes them when that zone is UTC)."""
+    # Every zone comes from tzdata, the same on every machine, as for the host's commands.
+    zoneinfo.reset_tzpath(to=())
     root = resolve_root(None, environ, cwd=os.getcwd())
-    return eventlog.cli.main([command, *argv], checks=CHECKS, root=root, prog="turnlog")
+    zone = user_zone(environ)
+    shown_in = None if zone.name == "UTC" else zone.info
+
+    def eventlog_command(args: list[str]) -> int:
+        return eventlog.cli.main(args, checks=CHECKS, root=root, prog="turnlog", zone=shown_in)
+
+    if command == "ls":
+        return run_ls(argv, environ, root, delegate=eventlog_command)
+    if command == "show":
+        return run_show(argv, environ, root)
+    return eventlog_command([command, *argv])

@@ -14,6 +14,7 @@ launch it as its ``dsh_bin``.
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -22,9 +23,11 @@ from host._process import EXIT_SIGINT, package_version
 
 from ._errors import StartupError, UsageError
 
-LOG_COMMANDS = ("ls", "inspect", "validate", "tail", "fork")
+LOG_COMMANDS = ("ls", "show", "inspect", "validate", "tail", "fork")
 HOST_COMMANDS = ("demo", "chat", "serve")
 WEB_COMMAND = "web"
+MODELS_COMMAND = "models"
+COMMANDS = (*HOST_COMMANDS, WEB_COMMAND, MODELS_COMMAND, *LOG_COMMANDS)
 HELP = ("-h", "--help")
 VERSION = "--version"
 
@@ -39,7 +42,9 @@ commands:
   chat       an interactive terminal assistant
   web        the assistant and a log inspector in your browser (loopback only)
   serve      JSON-RPC 2.0 over stdio (deepseek-harness-sdk compatible)
-  ls         list the sessions in the root
+  models     the model providers, what each needs, and where your settings come from
+  ls         list the sessions: title, last activity, turns, reminders
+  show       a session as a readable conversation
   inspect    show a log's header, events and what repair would do
   validate   check logs against the format and the packages' rules
   tail       print the last events of a log, and follow it with -f
@@ -74,7 +79,7 @@ def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
         else:
             break
     rest = list(argv[index:])
-    if rest and rest[0] in (*LOG_COMMANDS, *HOST_COMMANDS, WEB_COMMAND):
+    if rest and rest[0] in COMMANDS:
         return rest[0], rest[1:] + leading
     if any(token == "--profile" or token.startswith("--profile=") for token in rest):
         return "serve", list(argv)
@@ -82,7 +87,9 @@ def split_command(argv: Sequence[str]) -> tuple[str, list[str]]:
         return rest[0], []
     if not rest:
         raise UsageError("missing command; see turnlog --help")
-    raise UsageError(f"unknown command {rest[0]!r}; see turnlog --help")
+    near = difflib.get_close_matches(rest[0], COMMANDS, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    raise UsageError(f"unknown command {rest[0]!r}; {hint}see turnlog --help")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ._logcommands import run_log_command
 
             return run_log_command(command, rest, os.environ)
+        if command == MODELS_COMMAND:
+            from ._models import run_models
+
+            return run_models(rest, os.environ)
         if command == WEB_COMMAND:
             from ._web import run_web
 

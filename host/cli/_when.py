@@ -73,7 +73,8 @@ def clock(ms: int, zone: Zone, now_ms: int) -> str:
 
 
 def span(ms: int) -> str:
-    """A duration as people say it: ``45 s``, ``5 min``, ``2 h 5 min``, ``3 days``, ``5 weeks``."""
+    """A duration as people say it: ``45 s``, ``5 min``, ``2 h 5 min``, ``3 days``, ``5 weeks``,
+    ``4 months``, ``56 years``."""
     seconds = abs(ms) // 1000
     if seconds < 60:
         return f"{seconds} s"
@@ -86,7 +87,11 @@ def span(ms: int) -> str:
     days = (hours + 12) // 24
     if days < 14:
         return "1 day" if days == 1 else f"{days} days"
-    return f"{(days + 3) // 7} weeks"
+    if days < 60:
+        return f"{(days + 3) // 7} weeks"
+    if days < 730:
+        return f"{(days + 15) // 30} months"
+    return f"{days // 365} years"
 
 
 def relative(ms: int, now_ms: int) -> str:

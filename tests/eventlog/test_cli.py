@@ -12,9 +12,12 @@ import shutil
 import subprocess
 import sys
 import threading
+import zoneinfo
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from eventlog.cli import main
 from tests.eventlog.spec_examples import E1_LINES, E5_CLOSERS, E9_EVENTS, log_bytes
@@ -853,3 +856,49 @@ def test_module_fork_then_inspect(root: Path) -> None:
     result = _module("inspect", "copy", "--root", root, "--json")
     assert result.returncode == 0
     assert json.loads(result.stdout)["header"]["parentSession"] == "demo-1"
+
+
+# =========================================================================== times in a display zone
+
+
+def test_human_times_show_in_the_callers_zone_and_utc_with_utc(capsys, root: Path) -> None:
+    """The turnlog script passes the user's zone: human output shows wall times with their offset
+    (Asia/Shanghai is UTC+8); --utc, and no zone, show UTC as log-format §10 writes it; --json
+    never changes."""
+    zoneinfo.reset_tzpath(to=())
+    shanghai = zoneinfo.ZoneInfo("Asia/Shanghai")
+    code, out, _ = run(capsys, "inspect", "demo-1", "--root", root, zone=shanghai)
+    assert code == 0
+    lines = out.splitlines()
+    assert "created  2026-01-01T18:00:00.000+08:00 (Asia/Shanghai)" in lines
+    assert '0  2026-01-01T18:00:00.100+08:00  turn/start  {"turn":1}' in lines
+    code, out, _ = run(capsys, "inspect", "demo-1", "--root", root, "--utc", zone=shanghai)
+    assert '0  2026-01-01T10:00:00.100Z  turn/start  {"turn":1}' in out.splitlines()
+    assert "created  2026-01-01T10:00:00.000Z" in out.splitlines()
+    code, out, _ = run(capsys, "tail", "demo-1", "-n", "1", "--root", root, zone=shanghai)
+    assert out == '5  2026-01-01T18:00:01.502+08:00  turn/end  {"turn":1,"reason":{"kind":"completed"}}\n'
+    code, out, _ = run(capsys, "ls", "--root", root, zone=shanghai)
+    assert "2026-01-01T18:00:00.000+08:00" in out and "2026-01-01T10:00:00.000Z" not in out
+    assert run(capsys, "inspect", "demo-1", "--root", root, "--json", zone=shanghai) == run(
+        capsys, "inspect", "demo-1", "--root", root, "--json")
+    assert run(capsys, "ls", "--root", root, "--json", zone=shanghai) == run(capsys, "ls", "--root", root, "--json")
+    # a wall time that has no offset-free form stays exact: Kathmandu is UTC+05:45
+    code, out, _ = run(capsys, "tail", "demo-1", "-n", "1", "--root", root, zone=zoneinfo.ZoneInfo("Asia/Kathmandu"))
+    assert out.startswith("5  2026-01-01T15:45:01.502+05:45  turn/end")
+    zoneinfo.reset_tzpath()
+
+
+@given(st.integers(-2**53 + 1, 2**53 - 1), st.sampled_from(["Asia/Shanghai", "America/St_Johns", "Europe/Berlin",
+                                                           "Pacific/Kiritimati", "Asia/Kathmandu"]))
+def test_a_local_time_names_the_same_instant(ms: int, name: str) -> None:
+    from datetime import datetime, timedelta
+
+    from eventlog.cli._render import format_time
+
+    zoneinfo.reset_tzpath(to=())
+    text = format_time(ms, zoneinfo.ZoneInfo(name))
+    if text == str(ms):
+        return  # outside years 1-9999: the integer, as in UTC
+    instant = datetime.fromisoformat(text)
+    epoch = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
+    assert (instant - epoch) // timedelta(milliseconds=1) == ms

@@ -55,7 +55,8 @@ def test_the_same_instant_in_utc() -> None:
 @pytest.mark.parametrize(
     ("ms", "expected"),
     [(0, "0 s"), (45_000, "45 s"), (5 * MIN + 20_000, "5 min"), (5 * MIN + 40_000, "6 min"), (2 * HOUR, "2 h"),
-     (2 * HOUR + 5 * MIN, "2 h 5 min"), (DAY, "1 day"), (3 * DAY + 13 * HOUR, "4 days"), (40 * DAY, "6 weeks")],
+     (2 * HOUR + 5 * MIN, "2 h 5 min"), (DAY, "1 day"), (3 * DAY + 13 * HOUR, "4 days"), (40 * DAY, "6 weeks"), (100 * DAY, "3 months"),
+     (1000 * DAY, "2 years")],
 )
 def test_spans(ms: int, expected: str) -> None:
     assert span(ms) == expected
