@@ -17,7 +17,7 @@ import trio
 
 from eventlog import SessionStore, read_log
 from host.cli import main
-from tests.host.process_support import TURNLOG
+from tests.host.process_support import TURNLOG, with_default_sigint
 
 REPO = Path(__file__).resolve().parents[3]
 ROOT_VARS = ("TURNLOG_HOME", "DSH_SESSION_ROOT", "XDG_DATA_HOME")
@@ -107,7 +107,9 @@ def test_demo_interrupted_by_ctrl_c_exits_130_without_a_traceback(tmp_path: Path
     """host §7: 130 after SIGINT, also when the Ctrl-C lands while the demo waits inside the host."""
     base = {k: v for k, v in os.environ.items() if k not in ROOT_VARS and k != "TZ"}
     proc = subprocess.Popen(
-        [str(TURNLOG), "demo", "--seconds", "60", "--root", str(tmp_path)],
+        # SIGINT at its default even when this test run was started in the background (an
+        # ignored SIGINT is inherited, and the demo then could not be interrupted at all)
+        with_default_sigint([str(TURNLOG), "demo", "--seconds", "60", "--root", str(tmp_path)]),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
