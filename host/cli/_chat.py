@@ -56,7 +56,7 @@ from ._chatview import (
 )
 from ._editor import LineEditor, guarded_output, history_path
 from ._modelsetup import ModelSetup
-from ._sessions import Summary, latest, summarize
+from ._sessions import Summary, latest, suggestions, summarize
 from ._style import style_for
 from ._when import Zone, user_zone, when
 
@@ -139,11 +139,6 @@ def banner_lines(summary: Summary, *, created: bool, zone: Zone, now_ms: int) ->
     if due is not None:
         line += f"; next: {due.prompt!r} at {when(schedule.parse_instant(due.scheduled_at), zone, now_ms)}"
     return [line]
-
-
-def suggestions(session_id: str, known: list[str]) -> list[str]:
-    """Existing ids close to a mistyped one."""
-    return difflib.get_close_matches(session_id, known, n=3, cutoff=0.6)
 
 
 # --- admission -----------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ import zoneinfo
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 import trio
 
@@ -43,7 +42,7 @@ from host.runtime import DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, HostConfig, o
 
 from ._chat import ChatOptions, run_chat
 from ._demo import demo_config, run_demo
-from ._errors import StartupError, UsageError
+from ._errors import Parser, StartupError, UsageError
 from ._modelsetup import ModelSetup
 
 SYSTEM_ZONE_HINT = "; pass --time-zone ZONE or --no-time-context"
@@ -78,11 +77,8 @@ turnlog models lists the providers, what each needs, and where each setting come
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors become :class:`UsageError` (one ``turnlog:`` line)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}; see {self.prog} --help")
+# The front doors' parser (turnlog web builds its own from it too).
+_Parser = Parser
 
 
 # --- argument parsing ----------------------------------------------------------------------------

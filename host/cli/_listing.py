@@ -14,7 +14,6 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 import trio
 
@@ -22,18 +21,13 @@ import schedule
 from eventlog import EventLogError, SessionInfo, SessionStore
 from eventlog.values import SystemClock
 
-from ._errors import StartupError, UsageError
+from ._errors import Parser, StartupError, UsageError
 from ._sessions import Summary, read_summary, writer_lock_held
 from ._when import Zone, clock, user_zone, when
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}; see turnlog ls --help")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="turnlog ls",
         description="List the sessions in the root, most recently active first: title (the first "
         "prompt), last activity, turns, active reminders, and whether another process has it open.",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping, Sequence
-from typing import NoReturn
 
 import msgspec
 
@@ -22,7 +21,7 @@ from host.models import (
     resolve_model,
 )
 
-from ._errors import UsageError
+from ._errors import Parser, UsageError
 
 ABOUT = {
     "scripted": "offline and deterministic: understands reminder phrases; needs nothing. "
@@ -32,13 +31,8 @@ ABOUT = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}; see turnlog models --help")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="turnlog models",
         description="List the model providers, what each needs, and where this environment's "
         "settings for each come from (flags, variables, config.toml). Keys are never printed.",

@@ -10,6 +10,7 @@ session of a listing by file modification time, without reading the files.
 
 from __future__ import annotations
 
+import difflib
 import fcntl
 import os
 from collections.abc import Iterable, Sequence
@@ -141,3 +142,8 @@ def latest(infos: Sequence[SessionInfo]) -> SessionInfo | None:
 
     readable = [info for info in infos if info.header is not None and info.problem is None]
     return max(readable, key=changed, default=None)
+
+
+def suggestions(session_id: str, known: Sequence[str]) -> list[str]:
+    """Existing ids close to a mistyped one, closest first."""
+    return difflib.get_close_matches(session_id, known, n=3, cutoff=0.6)

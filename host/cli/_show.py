@@ -16,12 +16,15 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TextIO
+
+import trio
 
 from eventlog import EventLogError, InvalidSessionId, LogSnapshot, SessionNotFound, SessionStore, read_log
 from eventlog.values import SystemClock
 
-from ._errors import StartupError, UsageError
+from ._errors import Parser, StartupError, UsageError
+from ._sessions import suggestions
 from ._style import style_for
 from ._transcript import document, entries, render
 from ._when import user_zone
@@ -29,13 +32,8 @@ from ._when import user_zone
 DEFAULT_PAGER = "less -R"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}; see turnlog show --help")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="turnlog show",
         description="Show a session as a conversation: prompts, replies (Markdown), tool calls and "
         "results condensed, reminders, time readings folded, forks marked. Never writes.",
@@ -73,8 +71,10 @@ def read_session(arg: str, root: Path) -> tuple[LogSnapshot, str]:
     try:
         return read_log(path, expected_id=arg), arg
     except (SessionNotFound, FileNotFoundError):
+        near = suggestions(arg, [info.id for info in trio.run(SessionStore(root).list)])
+        close = f" (did you mean {' or '.join(near)}?)" if near else ""
         hint = f' (to read the file in the current directory, write "./{arg}")' if Path(arg).is_file() else ""
-        raise StartupError(f'session "{arg}" not found in {root}; see turnlog ls{hint}') from None
+        raise StartupError(f'session "{arg}" not found in {root}{close}; see turnlog ls{hint}') from None
     except (EventLogError, OSError) as exc:
         raise StartupError(str(exc)) from None
 

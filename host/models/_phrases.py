@@ -275,6 +275,7 @@ _REPEAT_AT = (
     'A repeating reminder runs at a fixed interval from when it is set, e.g. "remind me every 24 hours '
     'to {what}"; a fixed time of day on every day is not supported.'
 )
+_WANT_REMINDER = 'Do you want a reminder? Say "remind me {when} to {what}".'
 _BAD_CLOCK = 'I don\'t understand the time "{said}". Use 18:30, 6:30pm, 9am, noon or midnight.'
 _BAD_ZONE = '"{zone}" is not a time zone I know. Use an IANA name such as Europe/Berlin, or UTC.'
 
@@ -313,9 +314,20 @@ def understand(s: str, messages: Sequence[Mapping[str, Any]], client_zone: str |
             return reply
     if (reply := _create_request(text, messages, client_zone)) is not None:
         return reply
+    if m := _LEADING_WHEN.fullmatch(text):
+        return _WANT_REMINDER.format(when=m["when"], what=_what(m["what"]))
     if re.search(r"\b(?:remind|reminders?|alarm|timer)\b", s, _FLAGS):
         return HELP
     return None
+
+
+# "in 2 minutes drink water": a reminder without its "remind me"; only a delay, a repeat or an
+# "at <clock>" counts (a bare day word leads too many ordinary sentences: "tomorrow is …").
+_LEADING_WHEN = re.compile(
+    rf"(?P<when>(?:in|after) {_DURATION}|every {_DURATION}|(?:{_DAY}\s+)?at {_CLOCK}(?:\s+{_DAY})?)"
+    r"[ ,]+(?P<what>\S.*)",
+    _FLAGS | re.DOTALL,
+)
 
 
 def _list_request(text: str, messages: Sequence[Mapping[str, Any]]) -> Reply | None:

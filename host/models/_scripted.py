@@ -160,6 +160,36 @@ def _tool_result_reply(block: Mapping[str, Any]) -> str:
     return f"Done: {text}"
 
 
+def _step_results_reply(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Rule 1's reply to the trigger, a tool result; when the step ran several calls (everyday
+    phrases: cancel all), to each of the results since the assistant's message, in order."""
+    replies: list[str] = []
+    deleted: list[str] = []
+    for message in reversed(messages):
+        if _is_time_reading(message):
+            continue
+        block = _tool_result_block(message)
+        if block is None and _source(message).get("kind") != "tool":
+            break
+        replies.insert(0, _tool_result_reply(block or {}))
+        if (view := _deleted_view(block)) is not None:
+            deleted.insert(0, view)
+    if len(replies) > 1 and len(deleted) == len(replies):
+        return f"Deleted {len(deleted)} reminders: {', '.join(deleted)}."
+    return " ".join(replies)
+
+
+def _deleted_view(block: Mapping[str, Any] | None) -> str | None:
+    """The id of a successful ``schedule_delete`` result, else ``None``."""
+    if block is None or block.get("isError") is True:
+        return None
+    try:
+        x = json.loads(_text_of(block.get("content")))
+    except ValueError:
+        return None
+    return _plain(x.get("id")) if isinstance(x, dict) and x.get("deleted") is True else None
+
+
 def _reminder_reply(text: str) -> str | None:
     lines = text.split("\n")
     for line in lines:
@@ -239,7 +269,7 @@ def rules_reply(request: ModelRequest) -> list[ToolCallBlock] | str:
     source = _source(trigger)
     result = _tool_result_block(trigger)
     if source.get("kind") == "tool" or result is not None:
-        return _tool_result_reply(result or {})
+        return _step_results_reply(request.messages)
     if source.get("kind") == "plugin" and source.get("plugin") == "schedule":
         return _reminder_reply(_text_of(trigger.get("content"))) or "OK."
     if source.get("kind") == "user":

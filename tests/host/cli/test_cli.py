@@ -166,6 +166,11 @@ def test_help_on_every_command(argv: list[str], capsys: pytest.CaptureFixture[st
         (["serve", "--time-refresh-ms", "-1"], None),
         (["chat", "--provider", "openai"], 'turnlog: --model or TURNLOG_MODEL is required for provider "openai"'),
         (["ls", "--bogus"], None),
+        (["chat", "--sesion", "x"], "turnlog: unrecognized arguments: --sesion x (did you mean --session?); see turnlog chat --help"),
+        (["show", "x", "--jsn", "--utcc"], "turnlog: unrecognized arguments: --jsn --utcc (did you mean --json or --utc?); see turnlog show --help"),
+        (["ls", "--zzz"], "turnlog: unrecognized arguments: --zzz; see turnlog ls --help"),
+        (["chat", "--sesion=x"], "turnlog: unrecognized arguments: --sesion=x (did you mean --session?); see turnlog chat --help"),
+        (["models", "--jason"], "turnlog: unrecognized arguments: --jason (did you mean --json?); see turnlog models --help"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(

@@ -66,6 +66,11 @@ def test_not_found_names_the_root_and_suggests_ls(tmp_path: Path) -> None:
     done = show("nope", "--root", str(tmp_path / "root"))
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == f'turnlog: session "nope" not found in {tmp_path / "root"}; see turnlog ls\n'
+    for name in ("kitchen", "kitten"):
+        (tmp_path / "root" / f"{name}.jsonl").write_text(f'{{"type":"session","version":0,"id":"{name}","createdAt":1}}\n')
+    done = show("kitchn", "--root", str(tmp_path / "root"))
+    assert done.stderr == (f'turnlog: session "kitchn" not found in {tmp_path / "root"} (did you mean kitchen or kitten?); '
+                           "see turnlog ls\n")
     done = show("nope", "--root", str(tmp_path / "missing"))
     assert done.returncode == 1 and done.stderr.startswith(f"turnlog: no session root at {tmp_path / 'missing'} ")
     done = show("not an id")

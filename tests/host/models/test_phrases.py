@@ -154,6 +154,11 @@ HELP: list[tuple[str, str]] = [
      'their ids.')),
     ("delete the reminder", ('Which one? schedule-1 ("stretch"), schedule-2 ("drink water"). Say "delete reminder '
      '<id>".')),
+    # a reminder without its "remind me": help that shows the phrase, never an action or the echo
+    ("in 2 minutes drink water", 'Do you want a reminder? Say "remind me in 2 minutes to drink water".'),
+    ("at 18:30 check the oven", 'Do you want a reminder? Say "remind me at 18:30 to check the oven".'),
+    ("tomorrow at 9am standup", 'Do you want a reminder? Say "remind me tomorrow at 9am to standup".'),
+    ("every 2 hours, drink water!", 'Do you want a reminder? Say "remind me every 2 hours to drink water".'),
     ("I keep forgetting my reminders", f"I can set, list and delete reminders. Try: {EXAMPLES}."),
     ("set an alarm", f"I can set, list and delete reminders. Try: {EXAMPLES}."),
 ]
@@ -184,6 +189,37 @@ async def test_the_date_is_the_prompt_zones_date() -> None:
     """12:13 in Shanghai is still the previous evening in Los Angeles."""
     assert await answer(user("remind me to x tomorrow at 9am", zone="America/Los_Angeles"), reading()) == create(
         "x", at=local("2026-12-02", "09:00:00", "America/Los_Angeles"))
+
+
+@pytest.mark.parametrize("said", ["tomorrow is my birthday", "at home now", "in the morning I run", "9am works"])
+async def test_ordinary_sentences_with_a_time_word_are_echoed(said: str) -> None:
+    assert await answer(*HISTORY, user(said), reading()) == f"You said: {said}"
+
+
+def results(*views: dict[str, Any]) -> list[Message]:
+    """One assistant message calling schedule_delete once per view, then each call's result."""
+    calls = [{"type": "tool-call", "id": f"d{i}", "name": "schedule_delete", "arguments": "{}"} for i in range(len(views))]
+    return [
+        {"id": "a-d", "role": "assistant", "content": calls},
+        *(
+            {"id": f"t-d{i}", "role": "user", "source": {"kind": "tool", "callId": f"d{i}"},
+             "content": [{"type": "tool-result", "toolCallId": f"d{i}", "isError": False,
+                          "content": [{"type": "text", "text": json.dumps(view, separators=(",", ":"))}]}]}
+            for i, view in enumerate(views)
+        ),
+    ]
+
+
+async def test_the_reply_to_several_results_answers_each() -> None:
+    said = user("cancel all reminders")
+    ids = [view["id"] for view in (STRETCH, WATER)]
+    both = results(*({"id": i, "deleted": True} for i in ids))
+    assert await answer(*HISTORY, said, *both, reading()) == f"Deleted 2 reminders: {ids[0]}, {ids[1]}."
+    mixed = results({"id": ids[0], "deleted": True}, {"id": ids[1], "deleted": False})
+    assert await answer(*HISTORY, said, *mixed, reading()) == (
+        f"Deleted reminder {ids[0]}. No active reminder {ids[1]}.")
+    # one result is rule 1's reply, whatever came in earlier steps
+    assert await answer(*HISTORY, said, *results({"id": ids[1], "deleted": True})) == f"Deleted reminder {ids[1]}."
 
 
 @pytest.mark.parametrize(
