@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Self
 
-from tests.host.process_support import TURNLOG, clean_env
+from tests.host.process_support import TURNLOG, clean_env, with_default_sigint
 
 START_GUARD_S = 30.0  # only guards against a hang
 URL_LINE = re.compile(r"turnlog web: (http://(127\.0\.0\.1|\[::1\]):(\d+)/)#token=([A-Za-z0-9_-]{43})")
@@ -38,7 +38,7 @@ class WebProcess:
             command.append("--no-browser")
         self.argv: Sequence[str] = [*command, *args]
         self.proc = subprocess.Popen(
-            self.argv,
+            with_default_sigint(list(self.argv)),  # a suite started in the background ignores SIGINT
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
