@@ -48,6 +48,7 @@ from host.runtime import (
 
 from ._chatview import (
     PROMPT,
+    TOOL_MARK,
     Display,
     PipedDisplay,
     TerminalDisplay,
@@ -457,10 +458,12 @@ async def _chat_session(
         _model_banner(display, setup, interactive=editor is not None)
         if existed:  # the last five messages a transcript shows (time readings show nothing)
             on_disk = live.session.events[: held.first_seq(sid)]
-            shown = [lines for event in on_disk if (lines := transcript_lines(event))]
-            for lines in shown[-RECENT_MESSAGES:]:
+            shown = [(event, lines) for event in on_disk if (lines := transcript_lines(event))]
+            for event, lines in shown[-RECENT_MESSAGES:]:
                 for line in lines:
-                    display.line(line, local_times=False)
+                    # a reply's instants get their local time as they did live; calls stay verbatim
+                    reply = event.type == "assistant/message" and not line.startswith(TOOL_MARK)
+                    display.line(line, local_times=reply)
         if editor is not None:
             display.line("type /help for commands", "dim", local_times=False)
         held.release(display)

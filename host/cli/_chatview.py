@@ -41,15 +41,18 @@ def text_of(content: Sequence[Mapping[str, Any]]) -> str:
     return "".join(block.get("text", "") for block in content if block.get("type") == "text")
 
 
+TOOL_MARK = "· "  # the start of a tool call's and a tool result's line
+
+
 def tool_call_line(name: str, arguments: str) -> str:
-    return f"· {name} {arguments}"
+    return f"{TOOL_MARK}{name} {arguments}"
 
 
 def tool_result_line(message: Mapping[str, Any]) -> str:
     """``· → <text>`` for a ``tool/result`` message (its tool-result block's text)."""
     blocks = message.get("content") or ()
     inner = blocks[0].get("content", ()) if blocks else ()
-    return f"· → {text_of(inner)}"
+    return f"{TOOL_MARK}→ {text_of(inner)}"
 
 
 def turn_end_line(reason: Mapping[str, Any]) -> str | None:
