@@ -171,15 +171,32 @@ def known_reminders(messages: Sequence[Mapping[str, Any]]) -> list[Known]:
     """The reminders that are active as far as ``messages`` show, in creation order: created by
     ``schedule_create``, replaced wholesale by a ``schedule_list`` result, gone after a
     ``schedule_delete`` result, and, for one-shot kinds, gone once their reminder was framed."""
+    return list(_follow(messages).active.values())
+
+
+@dataclass(slots=True)
+class _Followed:
+    """What the conversation shows of its reminders: the active ones, and how the others ended
+    (``"fired"`` or ``"deleted"``), by id."""
+
+    active: dict[str, Known]
+    ended: dict[str, tuple[Known, str]]
+
+    def end(self, reminder_id: str, how: str) -> None:
+        if (known := self.active.pop(reminder_id, None)) is not None:
+            self.ended[reminder_id] = (known, how)
+
+
+def _follow(messages: Sequence[Mapping[str, Any]]) -> _Followed:
     calls: dict[str, str] = {}  # tool call id -> tool name
-    active: dict[str, Known] = {}
+    followed = _Followed({}, {})
     for message in messages:
         content = message.get("content")
         blocks = content if isinstance(content, list) else []
         source = message.get("source")
         plugin = source.get("plugin") if isinstance(source, Mapping) else None
         if plugin == "schedule":
-            _forget_framed(_text(blocks), active)
+            _forget_framed(_text(blocks), followed)
             continue
         for block in blocks:
             if not isinstance(block, Mapping):
@@ -188,11 +205,12 @@ def known_reminders(messages: Sequence[Mapping[str, Any]]) -> list[Known]:
                 calls[block["id"]] = str(block.get("name"))
             elif block.get("type") == "tool-result" and block.get("isError") is not True:
                 name = calls.get(str(block.get("toolCallId")))
-                _apply_result(name, _json(_text(block.get("content"))), active)
-    return list(active.values())
+                _apply_result(name, _json(_text(block.get("content"))), followed)
+    return followed
 
 
-def _apply_result(name: str | None, value: Any, active: dict[str, Known]) -> None:
+def _apply_result(name: str | None, value: Any, followed: _Followed) -> None:
+    active = followed.active
     if name == "schedule_create" and (record := _record(value)) is not None:
         active[record.id] = record
     elif name == "schedule_list" and isinstance(value, list):
@@ -201,10 +219,10 @@ def _apply_result(name: str | None, value: Any, active: dict[str, Known]) -> Non
             if (record := _record(item)) is not None:
                 active[record.id] = record
     elif name == "schedule_delete" and isinstance(value, Mapping) and isinstance(value.get("id"), str):
-        active.pop(value["id"], None)
+        followed.end(value["id"], "deleted")
 
 
-def _forget_framed(text: str, active: dict[str, Known]) -> None:
+def _forget_framed(text: str, followed: _Followed) -> None:
     """A framed one-shot reminder is finished once it was dispatched (schedule §11.4)."""
     ids: list[object] = []
     for line in text.split("\n"):
@@ -215,8 +233,8 @@ def _forget_framed(text: str, active: dict[str, Known]) -> None:
             if isinstance(items, list):
                 ids.extend(item.get("schedule_id") for item in items if isinstance(item, Mapping))
     for framed in ids:
-        if isinstance(framed, str) and framed in active and active[framed].kind != "every":
-            del active[framed]
+        if isinstance(framed, str) and framed in followed.active and followed.active[framed].kind != "every":
+            followed.end(framed, "fired")
 
 
 # --- the clock and zone a request carries --------------------------------------------------------
@@ -380,13 +398,28 @@ def _delete_request(text: str, messages: Sequence[Mapping[str, Any]]) -> Reply |
             return [("schedule_delete", {"id": known[0].id})]
         return _which(known)
     words = set(re.findall(r"\w+", about.lower()))
-    matches = [k for k in known if words <= set(re.findall(r"\w+", k.prompt.lower()))]
+    matches = [k for k in known if _about(k, words)]
     if len(matches) == 1:
         return [("schedule_delete", {"id": matches[0].id})]
     if matches:
         listed = ", ".join(f'{k.id} ("{k.prompt}")' for k in matches)
         return f'More than one reminder matches "{about}": {listed}. Say "delete reminder <id>".'
+    ended = [(k, how) for k, how in _follow(messages).ended.values() if _about(k, words)]
+    if ended:  # the latest of them: the one the person most likely means
+        k, how = ended[-1]
+        return (
+            f'{k.id} ("{k.prompt}") {_ENDED[how]}, so there is nothing to delete. '
+            '"list reminders" shows the active ones.'
+        )
     return f'I don\'t see an active reminder about "{about}". "list reminders" shows them with their ids.'
+
+
+_ENDED = {"fired": "already went off", "deleted": "was already deleted"}
+
+
+def _about(known: Known, words: set[str]) -> bool:
+    """Whether every one of ``words`` is a word of the reminder's prompt."""
+    return words <= set(re.findall(r"\w+", known.prompt.lower()))
 
 
 def _which(known: Sequence[Known]) -> str:

@@ -5,6 +5,7 @@ that host §6.3 rule 3's exact patterns come first and plain text is still echoe
 from __future__ import annotations
 
 import json
+import re
 import zoneinfo
 from collections.abc import Iterator
 from typing import Any
@@ -250,6 +251,21 @@ def test_known_reminders_follow_lists_deletes_and_dispatches() -> None:
     assert known_reminders([*HISTORY, *listed, *deleted]) == []
 
 
+async def test_deleting_a_reminder_that_already_ended_says_how_it_ended() -> None:
+    framed = {"role": "user", "source": {"kind": "plugin", "plugin": "schedule"}, "content": [{"type": "text", "text": (
+        '[SCHEDULE REMINDER]\nschedule_id_json: "schedule-1"\nreminder_prompt_json: "stretch"')}]}
+    deleted = created("c4", {"_tool": "schedule_delete", "id": "schedule-2", "deleted": True})
+    history = [*HISTORY, framed, *deleted]
+    assert await answer(*history, user("delete the stretch reminder"), reading()) == (
+        'schedule-1 ("stretch") already went off, so there is nothing to delete. "list reminders" shows the active '
+        "ones.")
+    assert await answer(*history, user("remove the reminder about water"), reading()) == (
+        'schedule-2 ("drink water") was already deleted, so there is nothing to delete. "list reminders" shows the '
+        "active ones.")
+    assert await answer(*history, user("delete the dentist reminder"), reading()) == (
+        'I don\'t see an active reminder about "dentist". "list reminders" shows them with their ids.')
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [("1 min", 60), ("an hour", 3600), ("1.5 hours", 5400), ("2h30m", 9000), ("90 s", 90), ("half an hour", 1800),
@@ -261,9 +277,11 @@ def test_durations(text: str, seconds: int | None) -> None:
 
 @given(st.text(max_size=80))
 def test_understand_is_total_and_leaves_plain_text_alone(text: str) -> None:
-    """Any text: no exception; a text without a word about reminders is left to the echo."""
+    """Any text: no exception; a text without a word about reminders or when (in, after, every,
+    at) is left to the echo."""
     zoneinfo.reset_tzpath(to=())
     result = understand(text, [reading()], "Asia/Shanghai")
-    mentions = any(word in text.lower() for word in ("remind", "alarm", "timer"))
+    mentions = any(word in text.lower() for word in ("remind", "alarm", "timer")) or bool(
+        re.search(r"\b(?:in|after|every|at)\b", text, re.IGNORECASE | re.ASCII))
     if not mentions:
         assert result is None
