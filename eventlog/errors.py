@@ -64,7 +64,8 @@ class InvalidEvent(EventLogError, ValueError):
 
 
 class CorruptLog(EventLogError):
-    """A log that cannot be read: ``corrupt session log "<path>": …``."""
+    """A log that cannot be read: ``corrupt session log "<path>": …``, or for a Zstandard log
+    (``zstd``) ``corrupt Zstandard session log "<path>": …`` (dsh-roots §4)."""
 
     def __init__(
         self,
@@ -73,8 +74,10 @@ class CorruptLog(EventLogError):
         *,
         line: int | None = None,
         offset: int | None = None,
+        zstd: bool = False,
     ) -> None:
-        super().__init__(f'corrupt session log "{os.fspath(path)}": {detail}')
+        kind = "Zstandard session log" if zstd else "session log"
+        super().__init__(f'corrupt {kind} "{os.fspath(path)}": {detail}')
         self.path = Path(path)
         self.detail = detail
         self.line = line

@@ -20,13 +20,15 @@ from array import array
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
-from typing import overload
+from typing import Literal, overload
 
 import msgspec
 import trio
 
+from ._zstd import EMPTY_LOG, ZstdLogError, frame_plaintext, header_text, read_text, scan_frames
 from .errors import CorruptLog, SessionNotFound
 from .format import (
+    ZSTD_MAGIC,
     Event,
     MalformedRecord,
     RecordDecoder,
@@ -68,7 +70,7 @@ TAIL_REREAD_MS = 200
 INDEX_WINDOW = 64 * 1024
 
 
-class Repair(msgspec.Struct, frozen=True, rename="camel"):
+class Repair(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
     """What open-for-write does (or did) to make a log appendable (log-format §7.3, log-format §7.4)."""
 
     truncate_to: int | None  # committed size, when bytes must be dropped
@@ -77,6 +79,9 @@ class Repair(msgspec.Struct, frozen=True, rename="camel"):
     defect: Defect | None
     open_turn: int | None  # turn closed by the closers
     closers: tuple[Event, ...]
+    # Events recovered from a Zstandard log's torn final frame, appended before the closers
+    # (dsh-roots §4); always empty for a raw log, whose JSON therefore keeps its log-format §10.2 keys.
+    recovered: tuple[Event, ...] = ()
 
 
 class LogSnapshot(msgspec.Struct, frozen=True, rename="camel"):
@@ -86,8 +91,10 @@ class LogSnapshot(msgspec.Struct, frozen=True, rename="camel"):
     header: SessionHeader
     events: Sequence[Event]  # committed, valid events only; no closers
     file_bytes: int
-    committed_bytes: int
+    committed_bytes: int  # for a Zstandard log: the end of its last complete frame
     repair: Repair | None  # what open-for-write would do; None if nothing
+    encoding: Literal["none", "zstd"] = "none"
+    frames: int | None = None  # complete Zstandard frames; None for a raw log
 
 
 def _open(path: str | os.PathLike[str]) -> int:
@@ -141,6 +148,8 @@ def read_header(
     """
     fd = _open_log(path, expected_id)
     try:
+        if _is_zstd(fd, path):
+            return decode_header(_zstd_header(fd, path, max_bytes)[:-1], path, expected_id=expected_id)
         parts: list[bytes] = []
         size = 0
         while True:
@@ -186,6 +195,8 @@ def read_log_fd(fd: int, path: Path, *, expected_id: str | None = None) -> LogSn
     """``read_log`` through an already open descriptor, read with ``os.pread`` from offset 0
     (the descriptor's position is not used or moved). ``path`` is for messages and the
     snapshot. The store calls this under its writer lock."""
+    if _is_zstd(fd, path):
+        return read_zstd(_read_all(fd), path, expected_id=expected_id)
     scanner = Scanner(path, expected_id=expected_id)
     events: list[Event] = []
     for _, kept in _scan(fd, scanner):
@@ -228,6 +239,119 @@ def _snapshot(
         file_bytes=scanner.file_bytes,
         committed_bytes=scanner.committed_bytes,
         repair=repair,
+    )
+
+
+# ------------------------------------------------------------------- Zstandard logs (dsh-roots §4)
+
+
+def _is_zstd(fd: int, path: str | os.PathLike[str]) -> bool:
+    """Whether the log is Zstandard: its name says so (``session.jsonl.zstd``) or its first
+    bytes are the frame magic."""
+    return os.fspath(path).endswith(".zstd") or os.pread(fd, 4, 0) == ZSTD_MAGIC
+
+
+def _read_all(fd: int) -> bytes:
+    # Frames are decoded from one buffer: a frame may span any chunk boundary.
+    return _read_all_from(fd, 0, math.inf)
+
+
+def _read_all_from(fd: int, offset: int, end: float) -> bytes:
+    return b"".join(_chunks(fd, offset, end))
+
+
+def _frame_events(plaintext: bytes, scanner: Scanner) -> list[Event]:
+    # One complete frame's records, strictly (dsh-roots §4).
+    events = scanner.feed(plaintext)
+    if scanner.defect is not None:
+        raise scanner.corruption()
+    return events
+
+
+def _zstd_corrupt(path: str | os.PathLike[str], exc: ZstdLogError) -> CorruptLog:
+    return CorruptLog(path, exc.reason, offset=exc.offset, zstd=True)
+
+
+def _zstd_header(fd: int, path: str | os.PathLike[str], max_bytes: int | None) -> bytes:
+    """The header line (LF included) from frame 0 alone, read in growing blocks."""
+    size = _HEADER_READ
+    while True:
+        data = os.pread(fd, size, 0)
+        try:
+            return header_text(data)
+        except ZstdLogError as exc:
+            if len(data) < size or (max_bytes is not None and size > max_bytes):
+                raise _zstd_corrupt(path, exc) from None
+        size *= 4
+
+
+def _strict(
+    path: str | os.PathLike[str], scan: Callable[[bytes, Scanner], list[Event]], plaintext: bytes, scanner: Scanner
+) -> list[Event]:
+    # The plaintext of complete frames (and of a torn frame) is read by the ordinary scanner;
+    # its refusals are reported as Zstandard ones, except the header's own (log-format §4).
+    try:
+        return scan(plaintext, scanner)
+    except CorruptLog as exc:
+        if exc.line == 1:
+            raise
+        raise CorruptLog(path, exc.detail, line=exc.line, offset=exc.offset, zstd=True) from None
+
+
+def _committed_events(plaintext: bytes, scanner: Scanner) -> list[Event]:
+    # Inside complete frames the scan is strict: any defect is corruption (dsh-roots §4).
+    events = _frame_events(plaintext, scanner)
+    scanner.finish()
+    return events
+
+
+def _tolerant_events(plaintext: bytes, scanner: Scanner) -> list[Event]:
+    # Only the torn final frame is tolerant: the ordinary log-format §7 rules (dsh-roots §4).
+    events = scanner.feed(plaintext)
+    scanner.finish()
+    return events
+
+
+def read_zstd(data: bytes, path: Path, *, expected_id: str | None = None) -> LogSnapshot:
+    """``read_log`` of a Zstandard log held in ``data`` (dsh-roots §4): the events of its
+    complete frames; a torn final frame's complete valid records are ``repair.recovered``,
+    and ``repair.truncate_to`` is that frame's start. Raises ``CorruptLog``."""
+    try:
+        text = read_text(data)
+    except ZstdLogError as exc:
+        raise _zstd_corrupt(path, exc) from None
+    scanner = Scanner(path, expected_id=expected_id)
+    events = _strict(path, _committed_events, text.committed, scanner)
+    recovered: list[Event] = []
+    torn: Scanner | None = None
+    if text.torn_start is not None and text.recovered:
+        assert scanner.header is not None
+        resume = (scanner.header, len(text.committed), scanner.committed_line, scanner.next_seq)
+        torn = Scanner(path, resume=resume)
+        recovered = _strict(path, _tolerant_events, text.recovered, torn)
+    assert scanner.header is not None
+    open_turn, closers = plan_closers(events + recovered if recovered else events, path)
+    repair = None
+    if text.torn_start is not None or closers:
+        dropped = 0 if text.torn_start is None else text.file_bytes - text.torn_start
+        repair = Repair(
+            truncate_to=text.torn_start,
+            dropped_bytes=dropped,
+            dropped_records=0 if torn is None else torn.dropped_records,
+            defect=None if torn is None else torn.defect,
+            open_turn=open_turn,
+            closers=closers,
+            recovered=tuple(recovered),
+        )
+    return LogSnapshot(
+        path=path,
+        header=scanner.header,
+        events=events,
+        file_bytes=text.file_bytes,
+        committed_bytes=text.file_bytes if text.torn_start is None else text.torn_start,
+        repair=repair,
+        encoding="zstd",
+        frames=len(text.frames),
     )
 
 
@@ -309,6 +433,13 @@ class _IndexScan:
         path = self._path
         fd = _open_log(path, self._expected_id)
         try:
+            if _is_zstd(fd, path):
+                # Frames cannot be entered at a record offset: a Zstandard log's events are
+                # held in memory (dsh-roots §4).
+                snapshot = read_zstd(_read_all(fd), path, expected_id=self._expected_id)
+                yield from snapshot.events
+                self.result = snapshot
+                return
             stat = os.fstat(fd)
             scanner = Scanner(path, expected_id=self._expected_id)
             for chunk, kept in _scan(fd, scanner):
@@ -550,6 +681,11 @@ def iter_events(path: str | os.PathLike[str], *, start_seq: int = 0) -> Iterator
     _check_start_seq(start_seq)
     fd = _open_log(path, None)
     try:
+        if _is_zstd(fd, path):
+            for event in read_zstd(_read_all(fd), Path(path)).events:
+                if event.seq >= start_seq:
+                    yield event
+            return
         scanner = Scanner(path)
         turns = TurnTracker(path)
         for chunk in _chunks(fd):
@@ -580,6 +716,9 @@ class _TailState:
         self.started = False  # a header was read: a header-less file later is waited out
         # Record boundaries (offset, line, next_seq) at the end of recent passes, for shrinks.
         self.boundaries: collections.deque[tuple[int, int, int]] = collections.deque(maxlen=4096)
+        self.zstd: bool | None = None  # the encoding, known at the first open
+        self.frame_end = 0  # Zstandard: the end of the last complete frame read
+        self.frame_scanner: Scanner | None = None  # Zstandard: the scan of the frames read
 
     def read_pass(self, on_truncate: Callable[[int], None] | None) -> Generator[list[Event], None, None]:
         """Read whatever is new, a chunk at a time; yield the events to yield (never one already
@@ -614,6 +753,11 @@ class _TailState:
                     on_truncate(size)
                 self._rewind(size if inode == self.inode else 0)
             self.inode, self.gone = inode, False
+            if self.zstd is None:
+                self.zstd = _is_zstd(fd, self.path)
+            if self.zstd:
+                yield from self._frames(fd, size)
+                return
             start, line, next_seq = self.boundaries[-1] if self.boundaries else (0, 0, 0)
             if self.header is None:
                 scanner = Scanner(self.path, expected_id=self.expected_id)
@@ -638,8 +782,47 @@ class _TailState:
         if not self.boundaries or self.boundaries[-1] != boundary:
             self.boundaries.append(boundary)
 
+    def _frames(self, fd: int, size: int) -> Iterator[list[Event]]:
+        """A pass over a Zstandard log (dsh-roots §6): each new complete frame's events; a torn
+        frame is waited for (it is being written), never reported."""
+        path = Path(self.path)
+        base = self.frame_end
+        data = _read_all_from(fd, base, size)
+        first_pass = self.frame_scanner is None
+        try:
+            frames = scan_frames(data, base).frames
+        except ZstdLogError as exc:
+            raise _zstd_corrupt(path, exc) from None
+        scanner = self.frame_scanner or Scanner(path, expected_id=self.expected_id)
+        self.frame_scanner = scanner
+        for frame in frames:
+            try:
+                text = frame_plaintext(data, frame, first=frame.start == 0, base=base)
+            except ZstdLogError as exc:
+                raise _zstd_corrupt(path, exc) from None
+            events = _strict(path, _frame_events, text, scanner)
+            self.frame_end = frame.end
+            fresh = [event for event in events if event.seq >= self.next_yield]
+            if fresh:
+                self.next_yield = fresh[-1].seq + 1
+                yield fresh
+        if scanner.header is None:
+            if not self.started:
+                raise _zstd_corrupt(path, ZstdLogError(EMPTY_LOG, 0))
+        else:
+            if first_pass:
+                scanner.finish()
+            self.started = True
+        self.header = scanner.header
+        self.read_end = size
+
     def _rewind(self, size: int) -> None:
-        # Continue from the last record boundary at or before ``size`` (or the start).
+        # Continue from the last record boundary at or before ``size`` (or the start). A
+        # Zstandard log starts over from its first frame (already yielded events stay so).
+        if self.zstd:
+            self.frame_end, self.frame_scanner, self.header = 0, None, None
+            self.zstd = None
+            return
         while self.boundaries and self.boundaries[-1][0] > size:
             self.boundaries.pop()
         if not self.boundaries or size == 0:

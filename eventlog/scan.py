@@ -231,7 +231,7 @@ class Scanner:
         if self.defect is not None:
             self.dropped_records += 1
             if _signals_turn_end(line):
-                raise self._corrupt()
+                raise self.corruption()
             return
         try:
             if not utf8:
@@ -241,7 +241,7 @@ class Scanner:
             self.defect = Defect(self._line, offset, exc.reason, exc.detail)
             self.dropped_records = 1
             if _signals_turn_end(line):
-                raise self._corrupt() from None
+                raise self.corruption() from None
             return
         kept += events
         self.next_seq += len(events)
@@ -258,7 +258,8 @@ class Scanner:
             offset=offset,
         )
 
-    def _corrupt(self) -> CorruptLog:
+    def corruption(self) -> CorruptLog:
+        """The ``CorruptLog`` of the first defect, as committed corruption (log-format §7.2)."""
         defect = self.defect
         assert defect is not None
         where = f"at line {defect.line}, byte {defect.offset}"

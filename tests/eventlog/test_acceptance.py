@@ -674,13 +674,13 @@ def test_3_6_row_running_time_must_stay_safe(tmp_path: Path) -> None:
 # =========================================================================== log-format §3.7
 
 
-def test_3_7_zstandard_is_refused(tmp_path: Path) -> None:
+def test_3_7_a_zstandard_log_is_read_and_its_damage_is_corruption(tmp_path: Path) -> None:
+    # dsh-roots §4 replaces "not supported yet": frames are read, damage inside them is CorruptLog.
     path = put(tmp_path / "session.jsonl.zstd", b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
     for reader in (read_log, read_header, lambda p: list(iter_events(p))):
-        with pytest.raises(UnsupportedFormat) as info:
+        with pytest.raises(CorruptLog) as info:
             reader(path)
-        assert "Zstandard session logs are not supported yet" in str(info.value)
-        assert info.value.version is None
+        assert str(info.value).startswith(f'corrupt Zstandard session log "{path}": ')
 
 
 def test_3_7_deepseek_harness_layout_is_readable_by_path(tmp_path: Path) -> None:
@@ -972,10 +972,10 @@ def test_5_signatures() -> None:
 def test_5_5_values_shapes() -> None:
     assert Defect.__struct_fields__ == ("line", "offset", "reason", "detail")
     assert Repair.__struct_fields__ == (
-        "truncate_to", "dropped_bytes", "dropped_records", "defect", "open_turn", "closers",
+        "truncate_to", "dropped_bytes", "dropped_records", "defect", "open_turn", "closers", "recovered",
     )
     assert LogSnapshot.__struct_fields__ == (
-        "path", "header", "events", "file_bytes", "committed_bytes", "repair",
+        "path", "header", "events", "file_bytes", "committed_bytes", "repair", "encoding", "frames",
     )
 
 

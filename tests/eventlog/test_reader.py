@@ -193,12 +193,12 @@ def test_e11_version_refusal(tmp_path: Path) -> None:
         read_log(path)
 
 
-def test_zstandard_file(tmp_path: Path) -> None:
+def test_a_damaged_zstandard_file_is_a_corrupt_zstandard_log(tmp_path: Path) -> None:
     path = write(tmp_path, b"\x28\xb5\x2f\xfd\x04\x00\x00\x00", "session.jsonl.zstd")
     for read in (read_log, read_header):
-        with pytest.raises(UnsupportedFormat, match="Zstandard session logs are not supported yet") as info:
+        with pytest.raises(CorruptLog) as info:
             read(path)
-        assert info.value.version is None
+        assert str(info.value) == f'corrupt Zstandard session log "{path}": empty or header-less Zstandard session log'
 
 
 def test_identity_and_missing_files(tmp_path: Path) -> None:
