@@ -8,6 +8,7 @@ import tempfile
 import zoneinfo
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -23,3 +24,11 @@ _HYPOTHESIS_DB = Path(tempfile.gettempdir()) / f"turnlog-hypothesis-{os.getuid()
 settings.register_profile("dev", database=DirectoryBasedExampleDatabase(_HYPOTHESIS_DB))
 settings.register_profile("ci", database=None, print_blob=True, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fuzz-long",
+        action="store_true",
+        help="run tests/fuzz with a long example budget (minutes) instead of the default run's short one",
+    )
