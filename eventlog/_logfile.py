@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import fileio
+from ._zstd import encode_frame
 from .errors import PersistenceError
 from .format import Event, temp_name_pattern, temp_path
 
@@ -51,13 +52,18 @@ class LogFile:
     file, whose first ``good_size`` bytes are the durable log. Guarantees: a batch is written at
     ``good_size`` and synced before ``good_size`` grows; after a failed write, sync or truncate
     the file is cut back to ``good_size`` (best effort, synced), so a retry rewrites the same
-    bytes; a failed sync is never retried alone.
+    bytes; a failed sync is never retried alone. With ``zstd`` every batch is one checksummed
+    Zstandard frame and the header is frame 0 (dsh-roots §4): a rollback to ``good_size`` drops
+    a whole frame, so a retry writes one whole frame again.
     """
 
-    def __init__(self, *, id: str, path: Path, header_line: bytes, fd: int | None, good_size: int) -> None:
+    def __init__(
+        self, *, id: str, path: Path, header_line: bytes, fd: int | None, good_size: int, zstd: bool = False
+    ) -> None:
         self.id = id
         self.path = path
-        self._header_line = header_line
+        self._zstd = zstd
+        self._header_line = encode_frame(header_line) if zstd else header_line
         self._fd = fd
         self._good_size = good_size
         self._dirty = False  # the file may be longer than good_size
@@ -72,17 +78,20 @@ class LogFile:
         durable = start
         try:
             if self._fd is None:
-                self._publish(self._header_line + encode(batch))
+                self._publish(self._header_line + self._encode(batch))
                 self._published_end = end
             if self._awaiting_dir_sync:
                 self._finish_publish()
                 durable = self._published_end
             if durable < end:
-                self._write(encode(batch[durable - start :]))
+                self._write(self._encode(batch[durable - start :]))
                 durable = end
         except FileFailure as failure:
             return durable, failure
         return durable, None
+
+    def _encode(self, batch: Sequence[Event]) -> bytes:
+        return encode_frame(encode(batch)) if self._zstd else encode(batch)
 
     def _publish(self, payload: bytes) -> None:
         """log-format §6.3 steps 1–4: root, locked temp file, header and batch, sync, link."""
@@ -193,7 +202,8 @@ class LogFile:
     def repair(self, truncate: bool, closers: Sequence[Event]) -> None:
         """Commit open's repair (log-format §7.4) under the lock: cut the tail back to
         ``good_size`` and sync, or just sync once (a crashed writer may have left unsynced
-        bytes); then write the closers as one synced batch. Raises ``PersistenceError``."""
+        bytes); then write the closers (for a Zstandard log: the events recovered from its torn
+        frame, then the closers, dsh-roots §4) as one synced batch. Raises ``PersistenceError``."""
         assert self._fd is not None
         op = "truncate"
         try:
@@ -202,7 +212,7 @@ class LogFile:
             op = "sync"
             fileio.sync(self._fd)
             if closers:
-                self._write(encode(closers))
+                self._write(self._encode(closers))
         except OSError as exc:
             raise _failed(op, exc).error(self.id) from None
         except FileFailure as failure:

@@ -40,6 +40,7 @@ __all__ = [
     "Frame",
     "FrameScan",
     "FrameText",
+    "FrameWriter",
     "ZstdLogError",
     "ZstdText",
     "decode_frame",
@@ -216,6 +217,21 @@ def encode_frame(plaintext: Buffer) -> bytes:
     """One frame holding ``plaintext`` (which may be empty): compression level 3, the content
     checksum flag set, the content size recorded, no dictionary. Never a skippable frame."""
     return _zstd.compress(plaintext, options=_OPTIONS)
+
+
+class FrameWriter:
+    """One frame written in pieces (a fork child's batch, which may be large): ``write`` returns
+    the compressed bytes ready so far, ``finish`` the rest, checksum included. Same options as
+    ``encode_frame``; the content size is not recorded (it is not known up front)."""
+
+    def __init__(self) -> None:
+        self._compressor = _zstd.ZstdCompressor(options=_OPTIONS)
+
+    def write(self, plaintext: Buffer) -> bytes:
+        return self._compressor.compress(plaintext)
+
+    def finish(self) -> bytes:
+        return self._compressor.flush(_zstd.ZstdCompressor.FLUSH_FRAME)
 
 
 def frame_plaintext(data: Buffer, frame: Frame, *, first: bool, base: int = 0) -> bytes:

@@ -106,6 +106,7 @@ class Session:
         good_size: int,
         recovered: Repair | None,
         on_release: Callable[[Session], None],
+        zstd: bool = False,
     ) -> None:
         # Built by SessionStore: ``fd`` is None for a session not yet published (create), else
         # the locked descriptor of its file whose first ``good_size`` bytes are the durable log.
@@ -123,7 +124,7 @@ class Session:
         self._on_release = on_release
         # the file, touched only by the writer (and open's repair) in worker threads
         self._file = LogFile(
-            id=header.id, path=path, header_line=header.to_json() + b"\n", fd=fd, good_size=good_size
+            id=header.id, path=path, header_line=header.to_json() + b"\n", fd=fd, good_size=good_size, zstd=zstd
         )
         # writer coordination
         self._deadline = math.inf  # end of the current batching window (trio time)

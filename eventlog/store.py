@@ -19,16 +19,31 @@ import logging
 import os
 import stat
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import Literal
 
 import msgspec
 import trio
 
 from . import fileio
+from ._dsh import (
+    LOG_NAMES,
+    Compression,
+    Entry,
+    Layout,
+    RootConflict,
+    RootContent,
+    detect_root,
+    dsh_log_path,
+    find_session,
+    list_root,
+    resolve_layout,
+)
 from ._logfile import remove_leftover_temps
+from ._zstd import FrameWriter, encode_frame
 from .errors import (
     CorruptLog,
     ForkError,
@@ -74,10 +89,12 @@ class SessionInfo(msgspec.Struct, frozen=True):
 
 
 class SessionRootError(PersistenceError):
-    """The store root cannot be created or is not a writable directory (``ensure_root``)."""
+    """The store root cannot be created or is not a writable directory (``ensure_root``), or
+    holds more than one layout or encoding, or not the one asked for (dsh-roots §3; then the
+    message is the whole ``message``)."""
 
-    def __init__(self, root: Path, detail: str) -> None:
-        Exception.__init__(self, f'cannot use session root "{root}": {detail}')
+    def __init__(self, root: Path, detail: str, *, message: str | None = None) -> None:
+        Exception.__init__(self, message or f'cannot use session root "{root}": {detail}')
         self.id = ""
         self.root = root
         self.detail = detail
@@ -85,23 +102,40 @@ class SessionRootError(PersistenceError):
 
 
 class SessionStore:
-    """Sessions stored as ``<root>/<id>.jsonl``.
+    """Sessions stored as ``<root>/<id>.jsonl`` (layout ``flat``) or as
+    ``<root>/<project dir>/<encoded id>/session.jsonl[.zstd]`` (layout ``dsh``, dsh-roots §2-§3).
 
     ``root`` defaults to ``default_root()`` and is made absolute; ``clock`` (default
     ``SystemClock()``) stamps headers and events; ``write_delay_ms`` (an int in 0..60000) is
-    every session's batching window (log-format §6.1).
+    every session's batching window (log-format §6.1). ``layout`` and ``compression`` say what
+    the root holds or gets: ``"auto"`` detects it from the root's listing at first use (an
+    empty root takes the default: ``flat``, or ``dsh``/``zstd`` with ``dsh_default``, for a
+    root that came from ``$DSH_SESSION_ROOT``); an explicit choice must match a non-empty root
+    (``SessionRootError`` otherwise). ``store.layout``/``store.compression`` report what is in
+    force.
     """
 
     def __init__(
         self,
         root: str | os.PathLike[str] | None = None,
         *,
+        layout: Literal["auto", "flat", "dsh"] = "auto",
+        compression: Compression | None = None,
         clock: Clock | None = None,
         write_delay_ms: int = 5,
+        dsh_default: bool = False,
     ) -> None:
         if type(write_delay_ms) is not int or not 0 <= write_delay_ms <= 60000:
             raise ValueError(f"write_delay_ms must be an int in 0..60000, got {write_delay_ms!r}")
         self.root = Path(os.path.abspath(root)) if root is not None else default_root()
+        # Checked now (ValueError for a bad combination); the root is detected at first use.
+        resolve_layout(self.root, RootContent(None, None), layout=layout, compression=compression)
+        self._asked: tuple[Literal["auto", "flat", "dsh"], Compression | None, bool] = (
+            layout,
+            compression,
+            dsh_default,
+        )
+        self._layout: tuple[Layout, Compression] | None = None
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._write_delay_ms = write_delay_ms
         # ids this store has open for writing; None marks an id being created, opened,
@@ -113,9 +147,63 @@ class SessionStore:
     def __repr__(self) -> str:
         return f"SessionStore({str(self.root)!r})"
 
+    @property
+    def layout(self) -> Layout:
+        """The layout in force (detected from the root at first use)."""
+        return self._resolve()[0]
+
+    @property
+    def compression(self) -> Compression:
+        """The encoding in force: always ``"none"`` for ``flat``."""
+        return self._resolve()[1]
+
+    def _listing(self) -> tuple[Entry, ...] | None:
+        # The root's listing for detection, or None when it cannot be listed: then the
+        # operation itself fails with its usual error (creating the root, opening the file).
+        try:
+            return list_root(self.root)
+        except OSError:
+            return None
+
+    def _resolve(self) -> tuple[Layout, Compression]:
+        # Detection happens once; a root that was empty keeps the default chosen then.
+        return self._layout or self._detect(self._listing())[0]
+
+    def _detect(self, listing: tuple[Entry, ...] | None) -> tuple[tuple[Layout, Compression], RootContent]:
+        layout, compression, dsh_default = self._asked
+        try:
+            content = detect_root(self.root, listing or ())
+            resolved = resolve_layout(
+                self.root, content, layout=layout, compression=compression, dsh_default=dsh_default
+            )
+        except RootConflict as exc:
+            raise SessionRootError(self.root, str(exc), message=str(exc)) from None
+        if self._layout is None and listing is not None:
+            self._layout = resolved
+        return self._layout or resolved, content
+
     def path(self, id: str) -> Path:
-        """``<root>/<id>.jsonl``; raises ``InvalidSessionId`` first. No I/O."""
-        return self.root / f"{check_session_id(id)}.jsonl"
+        """``<root>/<id>.jsonl`` of a ``flat`` root (no I/O beyond the root's detection at first
+        use); in a ``dsh`` root, ``locate(id)``, which lists the root. Raises ``InvalidSessionId``
+        first."""
+        check_session_id(id)
+        if self._resolve()[0] == "dsh":
+            return self.locate(id)
+        return self.root / f"{id}.jsonl"
+
+    def locate(self, id: str, cwd: str | None = None) -> Path:
+        """Where session ``id``'s log is (blocking: lists a ``dsh`` root). In a ``dsh`` root: the
+        log of the one session directory named for ``id`` in any project directory; if there is
+        none, where a new session with ``cwd`` goes. Raises ``InvalidSessionId``, ``CorruptLog``
+        (the id in two project directories), ``SessionRootError``."""
+        check_session_id(id)
+        (layout, compression), content = self._detect(self._listing())
+        if layout == "flat":
+            return self.root / f"{id}.jsonl"
+        found = find_session(self.root, content, id)
+        if found is not None:
+            return self.root.joinpath(*found.parts)
+        return dsh_log_path(self.root, cwd, id, compression)
 
     # ----------------------------------------------------------------------------- live sessions
 
@@ -133,7 +221,7 @@ class SessionStore:
 
     @asynccontextmanager
     async def _create(self, id: str, cwd: str | None) -> AsyncIterator[Session]:
-        path = self.path(id)
+        path = await trio.to_thread.run_sync(self.locate, id, cwd)
         with self._reserve(id, SessionExists):
             if await trio.to_thread.run_sync(os.path.lexists, path):
                 raise SessionExists(id)
@@ -155,9 +243,9 @@ class SessionStore:
 
     @asynccontextmanager
     async def _open(self, id: str) -> AsyncIterator[Session]:
-        path = self.path(id)
+        path = await trio.to_thread.run_sync(self.locate, id)
         with self._reserve(id, SessionBusy):
-            fd, snapshot = await trio.to_thread.run_sync(_open_locked, id, path)
+            fd, snapshot = await trio.to_thread.run_sync(_open_locked, id, path, self._identity)
             try:
                 repair = snapshot.repair
                 session = self._session(
@@ -171,7 +259,7 @@ class SessionStore:
                 await trio.to_thread.run_sync(
                     session._recover,
                     snapshot.file_bytes > snapshot.committed_bytes,
-                    repair.closers if repair is not None else (),
+                    (*repair.recovered, *repair.closers) if repair is not None else (),
                 )
             except BaseException:
                 fileio.close(fd)
@@ -201,9 +289,17 @@ class SessionStore:
             good_size=good_size,
             recovered=repair,
             on_release=self._release,
+            zstd=path.name == LOG_NAMES["zstd"],
         )
         self._live[header.id] = session
         return session
+
+    def _identity(self, path: Path, header: SessionHeader) -> None:
+        """A ``dsh`` log must sit where its header's cwd and id put it (dsh-roots §3)."""
+        if self._resolve()[0] == "dsh":
+            expected = dsh_log_path(self.root, header.cwd, header.id, self._resolve()[1])
+            if os.path.realpath(path) != os.path.realpath(expected):
+                raise CorruptLog(path, f'header id "{header.id}" and cwd identify "{expected}"')
 
     def _release(self, session: Session) -> None:
         if self._live.get(session.id) is session:
@@ -246,13 +342,22 @@ class SessionStore:
         child is published atomically with one durable write and is not left open.
         """
         child = check_session_id(str(uuid.uuid4()) if id is None else id)
-        child_path = self.path(child)
         if isinstance(source, str):
-            parent_path = self.path(source)  # ids are checked before any file system access
+            check_session_id(source)  # ids are checked before any file system access
+            parent_path = await trio.to_thread.run_sync(self.locate, source)
             expected: str | None = source
         else:
             parent_path = Path(os.fspath(source))
             expected = None
+        cwd = None
+        if self._resolve()[0] == "dsh":
+            # The child's directory follows its header's cwd, the parent's (dsh-roots §2).
+            live_parent = self._live.get(expected) if expected is not None else None
+            if live_parent is not None:
+                cwd = live_parent.header.cwd
+            else:
+                cwd = (await trio.to_thread.run_sync(functools.partial(read_header, parent_path))).cwd
+        child_path = await trio.to_thread.run_sync(self.locate, child, cwd)
         with self._reserve(child, SessionExists):
             if await trio.to_thread.run_sync(os.path.lexists, child_path):
                 raise SessionExists(child)
@@ -268,11 +373,11 @@ class SessionStore:
                 boundary = len(events) - 1 if at is None else at
                 now = self._clock.now_ms()  # here, not in a thread: a clock may need trio
                 return await trio.to_thread.run_sync(
-                    _write_child, parent, events, boundary, child_path, now
+                    _write_child, parent, events, boundary, child, child_path, now
                 )
             now = self._clock.now_ms()
             return await trio.to_thread.run_sync(
-                _fork_file, parent_path, expected, at, child_path, now
+                _fork_file, parent_path, expected, at, child, child_path, now
             )
 
     # ----------------------------------------------------------------------------- reading
@@ -285,6 +390,9 @@ class SessionStore:
 
     # ``builtins.list``: in this class body ``list`` is the method above.
     def _list(self) -> builtins.list[SessionInfo]:
+        (layout, _), content = self._detect(self._listing())
+        if layout == "dsh":
+            return self._list_dsh(content)
         try:
             entries = os.scandir(self.root)
         except FileNotFoundError:
@@ -321,10 +429,53 @@ class SessionStore:
         bad.sort(key=lambda info: info.id)
         return [info for _, _, info in good] + bad
 
+    def _list_dsh(self, content: RootContent) -> builtins.list[SessionInfo]:
+        # Each session directory's log, from its header (frame 0 only for Zstandard); entries
+        # that only look like sessions are listed with their problem, never dropped (dsh-roots §3).
+        good: list[tuple[int, str, SessionInfo]] = []
+        bad: list[SessionInfo] = []
+        for session in content.sessions:
+            path = self.root.joinpath(*session.parts)
+            try:
+                size = os.lstat(path).st_size
+                header, problem = _list_header(path, session.id)
+            except (FileNotFoundError, SessionNotFound):
+                continue  # removed since the listing
+            if session.problem is not None:
+                problem = session.problem  # readable by path, never opened by id
+            if problem is None and header is not None:
+                try:
+                    self._identity(path, header)
+                except CorruptLog as exc:
+                    problem = exc.detail
+            info = SessionInfo(session.id, path, size, header, problem)
+            if header is not None and problem is None:
+                good.append((header.created_at, session.id, info))
+            else:
+                bad.append(info)
+        for entry in content.problems:
+            path = self.root.joinpath(*entry.parts)
+            try:
+                size = os.lstat(path).st_size
+            except FileNotFoundError:
+                continue
+            bad.append(
+                SessionInfo(
+                    entry.parts[-1] if len(entry.parts) < 3 else entry.parts[1],
+                    path,
+                    size,
+                    None,
+                    entry.problem,
+                )
+            )
+        good.sort(key=lambda item: item[:2])
+        bad.sort(key=lambda info: info.id)
+        return [info for _, _, info in good] + bad
+
     async def inspect(self, id: str) -> LogSnapshot:
         """``read_log(self.path(id), expected_id=id)`` in a thread: never writes or locks.
         For a session open here it shows only what has been written."""
-        path = self.path(id)
+        path = await trio.to_thread.run_sync(self.locate, id)
         return await trio.to_thread.run_sync(functools.partial(read_log, path, expected_id=id))
 
     # ----------------------------------------------------------------------------- deleting
@@ -336,7 +487,7 @@ class SessionStore:
         Raises ``SessionNotFound`` if there is no file, ``PersistenceError`` on an I/O error. A
         delete whose unlink succeeded but whose root sync failed can be retried: the retry
         finds the file gone, syncs the root and returns."""
-        path = self.path(id)
+        path = await trio.to_thread.run_sync(self.locate, id)
         with self._reserve(id, SessionBusy):
             try:
                 await trio.to_thread.run_sync(_unlink_session, id, path)
@@ -418,9 +569,7 @@ def describe_repair(repair: Repair) -> str:
     if repair.closers:
         first, last = repair.closers[0].seq, repair.closers[-1].seq
         seqs = f"seq {first}" if first == last else f"seqs {first}-{last}"
-        parts.append(
-            f"closed interrupted turn {repair.open_turn} with {len(repair.closers)} events ({seqs})"
-        )
+        parts.append(f"closed interrupted turn {repair.open_turn} with {len(repair.closers)} events ({seqs})")
     return "; ".join(parts)
 
 
@@ -472,7 +621,9 @@ def _lock_store_file(id: str, path: Path, *, writable: bool) -> int:
     return fd
 
 
-def _open_locked(id: str, path: Path) -> tuple[int, LogSnapshot]:
+def _open_locked(
+    id: str, path: Path, identity: Callable[[Path, SessionHeader], None]
+) -> tuple[int, LogSnapshot]:
     """Open ``path`` for writing, lock it, and read it through the locked descriptor; then,
     still under the lock, remove the session's leftover publish temp names (syncing the root
     if any went). The removal is best effort: at worst a leftover stays, or comes back after a
@@ -485,6 +636,7 @@ def _open_locked(id: str, path: Path) -> tuple[int, LogSnapshot]:
             snapshot = read_log_fd(fd, path, expected_id=id)
         except OSError as exc:
             raise PersistenceError(id, f"cannot read the session file: {exc}") from exc
+        identity(path, snapshot.header)  # before any repair (dsh-roots §3)
         if remove_leftover_temps(path, own=fd):
             with contextlib.suppress(OSError):
                 fileio.sync_dir(path.parent)
@@ -533,7 +685,7 @@ def _list_header(path: Path, id: str) -> tuple[SessionHeader | None, str | None]
 
 
 def _fork_file(
-    path: Path, expected_id: str | None, at: int | None, child_path: Path, now: int
+    path: Path, expected_id: str | None, at: int | None, child_id: str, child_path: Path, now: int
 ) -> SessionHeader:
     """Fork a cold parent file: read-only, streamed (memory bounded by the largest record).
     A missing parent is the readers' ``SessionNotFound``."""
@@ -545,26 +697,27 @@ def _fork_file(
         boundary = sum(1 for _ in iter_events(path)) - 1
     else:
         boundary = at
-    return _write_child(parent, iter_events(path), boundary, child_path, now)
+    return _write_child(parent, iter_events(path), boundary, child_id, child_path, now)
 
 
 def _write_child(
     parent: SessionHeader,
     events: Iterable[Event],
     boundary: int,
+    child_id: str,
     child_path: Path,
     now: int,
 ) -> SessionHeader:
     """Stream the parent's events into the child's temp file, check the boundary (log-format §8.3
     steps 4–5, over every eligible event), add the marker and publish (log-format §6.3)."""
     header = SessionHeader(
-        id=child_path.name[: -len(".jsonl")],
+        id=child_id,
         created_at=now,
         cwd=parent.cwd,
         parent_session=parent.id,
         seed_length=boundary + 1,
     )
-    child = _ChildFile(child_path, header.to_json() + b"\n")
+    child = _ChildFile(child_id, child_path, header.to_json() + b"\n")
     try:
         count = 0
         marker: Event | None = None  # last turn/start or turn/end at or before the boundary
@@ -579,14 +732,12 @@ def _write_child(
         if boundary >= count:
             last_seq = "none" if count == 0 else str(count - 1)
             raise ForkError(
-                f'fork boundary {boundary} does not exist in session "{parent.id}" '
-                f"(last seq: {last_seq})",
+                f'fork boundary {boundary} does not exist in session "{parent.id}" (last seq: {last_seq})',
                 code="INVALID_BOUNDARY",
             )
         if marker is not None and marker.type == "turn/start":
             raise ForkError(
-                f'fork boundary {boundary} in session "{parent.id}" ends inside open turn '
-                f"{_turn_of(marker)}",
+                f'fork boundary {boundary} in session "{parent.id}" ends inside open turn {_turn_of(marker)}',
                 code="OPEN_TURN",
             )
         if last is None or last.type != "session/end-seed":
@@ -599,16 +750,19 @@ def _write_child(
 
 
 class _ChildFile:
-    """A fork child being written: a temp file filled in ~1 MiB pieces, then published."""
+    """A fork child being written: a temp file filled in ~1 MiB pieces, then published. A
+    Zstandard child (``session.jsonl.zstd``) is frame 0 (the header), then one frame of all its
+    records: it is published with one durable write, one batch (dsh-roots §4)."""
 
-    def __init__(self, path: Path, header_line: bytes) -> None:
+    def __init__(self, id: str, path: Path, header_line: bytes) -> None:
         self._path = path
         self._tmp = temp_path(path)
-        self._id = path.name[: -len(".jsonl")]
+        self._id = id
         self._fd: int | None = None
         self._linked = False
         self._size = 0
-        self._pending = [header_line]
+        self._frame = FrameWriter() if path.name == LOG_NAMES["zstd"] else None
+        self._pending = [encode_frame(header_line)] if self._frame is not None else [header_line]
         self._pending_bytes = len(header_line)
 
     def add(self, record: bytes) -> None:
@@ -617,8 +771,14 @@ class _ChildFile:
         if self._pending_bytes >= _CHILD_CHUNK:
             self._spill()
 
-    def _spill(self) -> None:
-        data = b"".join(self._pending)
+    def _spill(self, last: bool = False) -> None:
+        if self._frame is not None:
+            # Frame 0 is already compressed; the records go through the one batch frame.
+            head = self._pending[0] if self._fd is None else b""
+            records = b"".join(self._pending[1:] if self._fd is None else self._pending)
+            data = head + self._frame.write(records) + (self._frame.finish() if last else b"")
+        else:
+            data = b"".join(self._pending)
         self._pending.clear()
         self._pending_bytes = 0
         op = "write"
@@ -636,7 +796,7 @@ class _ChildFile:
 
     def publish(self) -> None:
         """Sync, link under the final name (``SessionExists`` if taken), sync the root."""
-        self._spill()
+        self._spill(last=True)
         assert self._fd is not None
         op = "sync"
         try:
@@ -650,9 +810,7 @@ class _ChildFile:
             raise SessionExists(self._id) from None
         except OSError as exc:
             if op == "link" and exc.errno in fileio.NO_HARD_LINKS:
-                raise PersistenceError(
-                    self._id, fileio.no_hard_links(self._path.parent, exc)
-                ) from exc
+                raise PersistenceError(self._id, fileio.no_hard_links(self._path.parent, exc)) from exc
             raise PersistenceError(self._id, f"{op} failed: {exc}") from exc
         self._linked = False  # published: discard() must keep the final name now
         self.discard()

@@ -946,7 +946,8 @@ def test_5_signatures() -> None:
     P, K = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
     E = inspect.Parameter.empty
     assert params(SessionStore.__init__) == [
-        ("self", P, E), ("root", P, None), ("clock", K, None), ("write_delay_ms", K, 5),
+        ("self", P, E), ("root", P, None), ("layout", K, "auto"), ("compression", K, None),
+        ("clock", K, None), ("write_delay_ms", K, 5), ("dsh_default", K, False),
     ]
     assert params(SessionStore.create) == [("self", P, E), ("id", K, None), ("cwd", K, None)]
     assert params(SessionStore.open) == [("self", P, E), ("id", P, E)]
