@@ -10,83 +10,43 @@ the log commands are ``eventlog.cli`` (log-format §10).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
 
-if TYPE_CHECKING:
-    from . import fileio as fileio
-    from . import surface as surface
-    from . import values as values
-    from . import vocab as vocab
-    from .errors import CorruptLog as CorruptLog
-    from .errors import EventLogError as EventLogError
-    from .errors import ForkError as ForkError
-    from .errors import InvalidEvent as InvalidEvent
-    from .errors import InvalidSessionId as InvalidSessionId
-    from .errors import PersistenceError as PersistenceError
-    from .errors import SessionBusy as SessionBusy
-    from .errors import SessionClosed as SessionClosed
-    from .errors import SessionExists as SessionExists
-    from .errors import SessionNotFound as SessionNotFound
-    from .errors import SurfaceError as SurfaceError
-    from .errors import UnsupportedFormat as UnsupportedFormat
-    from .format import Event as Event
-    from .format import ReplaceOp as ReplaceOp
-    from .format import SessionHeader as SessionHeader
-    from .format import SurfaceOp as SurfaceOp
-    from .reader import Defect as Defect
-    from .reader import LogSnapshot as LogSnapshot
-    from .reader import Repair as Repair
-    from .reader import index_log as index_log
-    from .reader import iter_events as iter_events
-    from .reader import read_header as read_header
-    from .reader import read_log as read_log
-    from .reader import tail as tail
-    from .session import Session as Session
-    from .store import SessionInfo as SessionInfo
-    from .store import SessionRootError as SessionRootError
-    from .store import SessionStore as SessionStore
-    from .store import default_root as default_root
-    from .values import Clock as Clock
-    from .values import SystemClock as SystemClock
-
-# Where each public name lives. The package imports none of them up front: `import eventlog.vocab`
-# or `eventlog.values` must not pay for trio and the store (start-up, log-format §10), so a name
-# is imported from its module on first use.
-_HOMES = {
-    "CorruptLog": "errors",
-    "EventLogError": "errors",
-    "ForkError": "errors",
-    "InvalidEvent": "errors",
-    "InvalidSessionId": "errors",
-    "PersistenceError": "errors",
-    "SessionBusy": "errors",
-    "SessionClosed": "errors",
-    "SessionExists": "errors",
-    "SessionNotFound": "errors",
-    "SurfaceError": "errors",
-    "UnsupportedFormat": "errors",
-    "Event": "format",
-    "ReplaceOp": "format",
-    "SessionHeader": "format",
-    "SurfaceOp": "format",
-    "Defect": "reader",
-    "LogSnapshot": "reader",
-    "Repair": "reader",
-    "index_log": "reader",
-    "iter_events": "reader",
-    "read_header": "reader",
-    "read_log": "reader",
-    "tail": "reader",
-    "Session": "session",
-    "SessionInfo": "store",
-    "SessionRootError": "store",
-    "SessionStore": "store",
-    "default_root": "store",
-    "Clock": "values",
-    "SystemClock": "values",
-}
-_MODULES = frozenset({"fileio", "surface", "values", "vocab", "cli"})
+from . import fileio as fileio
+from . import surface as surface
+from . import values as values
+from . import vocab as vocab
+from .errors import CorruptLog as CorruptLog
+from .errors import EventLogError as EventLogError
+from .errors import ForkError as ForkError
+from .errors import InvalidEvent as InvalidEvent
+from .errors import InvalidSessionId as InvalidSessionId
+from .errors import PersistenceError as PersistenceError
+from .errors import SessionBusy as SessionBusy
+from .errors import SessionClosed as SessionClosed
+from .errors import SessionExists as SessionExists
+from .errors import SessionNotFound as SessionNotFound
+from .errors import SurfaceError as SurfaceError
+from .errors import UnsupportedFormat as UnsupportedFormat
+from .format import Event as Event
+from .format import ReplaceOp as ReplaceOp
+from .format import SessionHeader as SessionHeader
+from .format import SurfaceOp as SurfaceOp
+from .reader import Defect as Defect
+from .reader import LogSnapshot as LogSnapshot
+from .reader import Repair as Repair
+from .reader import index_log as index_log
+from .reader import iter_events as iter_events
+from .reader import read_header as read_header
+from .reader import read_log as read_log
+from .reader import tail as tail
+from .session import Session as Session
+from .store import SessionInfo as SessionInfo
+from .store import SessionRootError as SessionRootError
+from .store import SessionStore as SessionStore
+from .store import default_root as default_root
+from .values import Clock as Clock
+from .values import SystemClock as SystemClock
 
 # The public names (`from eventlog import *`); the modules above are attributes as well.
 __all__ = [
@@ -124,12 +84,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        return importlib.import_module(f".{name}", __name__)
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{home}", __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+def __getattr__(name: str) -> ModuleType:
+    # The one lazy attribute: `eventlog.cli` (log-format §10) is imported on first use, so a
+    # host that only writes logs does not pay for the commands' argument parser and rendering.
+    if name == "cli":
+        import importlib
+
+        return importlib.import_module(".cli", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
