@@ -26,10 +26,12 @@ from typing import IO, Any, TypeVar
 import msgspec
 import trio
 
+from .._dsh import LOG_NAMES
+from .._zstd import ZstdLogError, header_text
 from ..errors import ForkError, InvalidSessionId, SessionNotFound
-from ..format import Event, SessionHeader, check_session_id
+from ..format import ZSTD_MAGIC, Event, SessionHeader, check_session_id
 from ..reader import HEADER_LIMIT, LogSnapshot, iter_events, read_header, read_log, tail
-from ..store import SessionInfo, SessionStore
+from ..store import SessionInfo, SessionRootError, SessionStore
 from ._parser import UsageError
 from ._render import (
     event_line,
@@ -137,13 +139,28 @@ def _file_size(path: Path) -> int:
 
 
 def _header_line(path: Path) -> bytes | None:
-    """Line 1 of ``path`` without its line ending, or None if it cannot be read."""
+    """Line 1 of ``path`` without its line ending (of a Zstandard log: frame 0 only), or None if
+    it cannot be read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as file:
+            if path.name.endswith(".zstd") or file.read(4) == ZSTD_MAGIC:
+                file.seek(0)
+                # Frame 0 holds only the header, so it is not much longer than the line.
+                return header_text(file.read(2 * HEADER_LIMIT)).rstrip(b"\r\n")
+            file.seek(0)
             return file.readline(HEADER_LIMIT).rstrip(b"\r\n")
-    except OSError:
+    except (OSError, ZstdLogError):
         return None
+
+
+def _encoding(path: Path) -> str:
+    # The encoding a store file's name says (dsh-roots §2): only a dsh log may be Zstandard.
+    return "zstd" if path.name == LOG_NAMES["zstd"] else "none"
+
+
+def _layout(path: Path) -> str:
+    return "dsh" if path.name in LOG_NAMES.values() else "flat"
 
 
 def _header_json(path: Path, header: SessionHeader) -> msgspec.Raw:
@@ -220,6 +237,8 @@ async def cmd_ls(args: argparse.Namespace, env: Env) -> int:
                     "bytes": info.size,
                     "header": None if info.header is None else _header_json(info.path, info.header),
                     "problem": None if info.problem is None else json_text(info.problem),
+                    "layout": _layout(info.path),
+                    "encoding": _encoding(info.path),
                 }
                 for info in infos
             ]
@@ -422,7 +441,11 @@ async def cmd_fork(args: argparse.Namespace, env: Env) -> int:
         except InvalidSessionId as exc:
             raise UsageError(f"--id: {exc}") from None
     source: str | Path = id if id is not None else path
-    store = env.store()
+    try:
+        store = SessionStore(env.root, layout=args.layout, compression=args.compression)
+        _ = store.layout  # detect the target root now: a mixed or contradicted root fails here
+    except (SessionRootError, ValueError) as exc:
+        raise CommandFailed(str(exc)) from None
     try:
         child = await _with_progress(
             env, id or str(path), _file_size(path), lambda: store.fork(source, at=args.at, id=args.id)
@@ -444,6 +467,8 @@ async def cmd_fork(args: argparse.Namespace, env: Env) -> int:
                 "parentSession": child.parent_session,
                 "seedLength": child.seed_length or 0,
                 "events": events,
+                "layout": _layout(child_path),
+                "encoding": _encoding(child_path),
             }
         )
         return 0

@@ -159,6 +159,19 @@ def _add_fork(commands: _Commands) -> None:
     sub.add_argument("--at", metavar="SEQ", type=int, help="last parent event to copy (default: the last one)")
     sub.add_argument("--id", metavar="NEWID", help="the child's id (default: a new UUID)")
     sub.add_argument("--json", action="store_true", help="print one JSON object")
+    add_layout_options(sub)
+
+
+def add_layout_options(sub: argparse.ArgumentParser) -> None:
+    """``--layout`` and ``--compression`` of the commands that write a root (dsh-roots §3)."""
+    sub.add_argument(
+        "--layout", choices=("flat", "dsh"), default="auto",
+        help="the root's layout when it is empty (default: detected; flat for a new root)",
+    )
+    sub.add_argument(
+        "--compression", choices=("none", "zstd"), default=None,
+        help="a dsh root's encoding when it is empty (default: detected; zstd for a new dsh root)",
+    )
 
 
 def build_parser(

@@ -117,6 +117,10 @@ def inspect_json(
             "fileBytes": snapshot.file_bytes,
             "committedBytes": snapshot.committed_bytes,
             "repair": snapshot.repair,  # Repair encodes with the log-format §10.2 keys, in order
+            # dsh-roots §4, §6: the layout the file's name says, its encoding and complete frames
+            "layout": "dsh" if snapshot.path.name in ("session.jsonl", "session.jsonl.zstd") else "flat",
+            "encoding": snapshot.encoding,
+            "frames": snapshot.frames,
         }
     )
     yield b"]," + rest[1:] + b"\n"

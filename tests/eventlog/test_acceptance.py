@@ -1789,7 +1789,7 @@ def test_10_2_inspect_json_e2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code, out, err = cli(capsys, "inspect", "demo-1", "--root", str(tmp_path), "--json")
     assert (code, err) == (0, "")
     doc = json.loads(out)
-    assert list(doc) == ["path", "id", "header", "events", "fileBytes", "committedBytes", "repair"]
+    assert list(doc) == ["path", "id", "header", "events", "fileBytes", "committedBytes", "repair", "layout", "encoding", "frames"]
     assert doc["path"] == str(path) and doc["id"] == "demo-1"
     assert doc["header"] == json.loads(E1[0])
     assert list(doc["header"]) == list(json.loads(E1[0]))
@@ -1877,10 +1877,10 @@ def test_10_1_ls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(out)
     assert [row["id"] for row in doc] == ["demo-1", "demo-1-b", "bad"]
     for row in doc:
-        assert list(row) == ["id", "path", "bytes", "header", "problem"]
+        assert list(row) == ["id", "path", "bytes", "header", "problem", "layout", "encoding"]
     assert doc[0] == {
         "id": "demo-1", "path": str(tmp_path / "demo-1.jsonl"), "bytes": 887,
-        "header": json.loads(E1[0]), "problem": None,
+        "header": json.loads(E1[0]), "problem": None, "layout": "flat", "encoding": "none",
     }
     assert list(doc[1]["header"]) == list(json.loads(E6_HEADER))
     assert doc[2]["header"] is None and isinstance(doc[2]["problem"], str)
@@ -1965,10 +1965,10 @@ def test_10_5_fork(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "fork", "demo-1", "--at", "5", "--id", "demo-1-b", "--root", str(tmp_path), "--json")
     assert (code, err) == (0, "")
     doc = json.loads(out)
-    assert list(doc) == ["id", "path", "parentSession", "seedLength", "events"]
+    assert list(doc) == ["id", "path", "parentSession", "seedLength", "events", "layout", "encoding"]
     assert doc == {
         "id": "demo-1-b", "path": str(tmp_path / "demo-1-b.jsonl"), "parentSession": "demo-1",
-        "seedLength": 6, "events": 7,
+        "seedLength": 6, "events": 7, "layout": "flat", "encoding": "none",
     }
     code, out, err = cli(capsys, "fork", "demo-1", "--at", "5", "--id", "demo-1-c", "--root", str(tmp_path))
     assert code == 0

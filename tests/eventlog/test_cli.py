@@ -84,7 +84,7 @@ def test_ls_json_lists_headers_in_created_order_problems_last(capsys, root: Path
         "packed-1", "demo-1", "interrupted-1", "torn-1", "demo-1-b", "reminders-1", "broken",
     ]
     for entry in data:
-        assert list(entry) == ["id", "path", "bytes", "header", "problem"]
+        assert list(entry) == ["id", "path", "bytes", "header", "problem", "layout", "encoding"]
     demo = data[1]
     assert demo["path"] == str(root / "demo-1.jsonl")
     assert demo["bytes"] == 887
@@ -123,7 +123,7 @@ def test_ls_shows_a_problem_in_place_of_the_header(capsys, root: Path) -> None:
 def test_inspect_json_of_e1(capsys, root: Path) -> None:
     data, raw = run_json(capsys, "inspect", "demo-1", "--root", root)
     assert list(data) == [
-        "path", "id", "header", "events", "fileBytes", "committedBytes", "repair",
+        "path", "id", "header", "events", "fileBytes", "committedBytes", "repair", "layout", "encoding", "frames",
     ]
     assert data["path"] == str(root / "demo-1.jsonl")
     assert data["id"] == "demo-1"
@@ -589,10 +589,10 @@ def test_fork_e6(capsys, root: Path) -> None:
 
 def test_fork_json_and_nested_fork_e8(capsys, root: Path) -> None:
     data, _ = run_json(capsys, "fork", "demo-1-b", "--at", "6", "--id", "n7", "--root", root)
-    assert list(data) == ["id", "path", "parentSession", "seedLength", "events"]
+    assert list(data) == ["id", "path", "parentSession", "seedLength", "events", "layout", "encoding"]
     assert data == {
         "id": "n7", "path": str(root / "n7.jsonl"), "parentSession": "demo-1-b",
-        "seedLength": 7, "events": 7,
+        "seedLength": 7, "events": 7, "layout": "flat", "encoding": "none",
     }
     data, _ = run_json(capsys, "fork", "demo-1-b", "--at", "5", "--id", "n6", "--root", root)
     assert (data["seedLength"], data["events"]) == (6, 7)

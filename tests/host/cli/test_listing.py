@@ -143,7 +143,7 @@ def test_the_command(root: Path, tmp_path: Path) -> None:
     assert "2026-02-10 12:11 (" in run_ls("--root", str(root), "--utc").stdout.splitlines()[2]
     # --json is eventlog's listing, unchanged
     listed = json.loads(run_ls("--root", str(root), "--json").stdout)
-    assert [list(row) for row in listed] == [["id", "path", "bytes", "header", "problem"]] * len(listed)
+    assert [list(row) for row in listed] == [["id", "path", "bytes", "header", "problem", "layout", "encoding"]] * len(listed)
     assert run_ls("--root", str(root), "--json", "-n", "1").returncode == 2
     missing = run_ls("--root", str(tmp_path / "missing"))
     assert (missing.returncode, missing.stdout) == (1, "")
