@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import trio
+import trio_websocket
 
 from tests.host.process_support import TURNLOG, clean_env
 from tests.web.process_support import URL_LINE, WebProcess
@@ -53,8 +55,25 @@ def test_start_up_lines_and_sigterm(tmp_path: Path) -> None:
 
 
 def test_sigint_exits_130_and_a_second_signal_changes_nothing(tmp_path: Path) -> None:
+    async def sigint_acted_on(web: WebProcess) -> trio_websocket.CloseReason:
+        """SIGINT, then the 1001 close of an open socket: the process has taken the first signal."""
+        async with trio_websocket.open_websocket_url(
+            f"ws://{web.origin.removeprefix('http://')}/rpc",
+            extra_headers=[(b"Authorization", f"Bearer {web.token}".encode())],
+        ) as socket:
+            web.proc.send_signal(signal.SIGINT)
+            with trio.fail_after(20):
+                while True:
+                    try:
+                        await socket.get_message()
+                    except trio_websocket.ConnectionClosed as closed:
+                        assert closed.reason is not None
+                        return closed.reason
+
     with WebProcess(tmp_path, tmp_path / "s") as web:
-        web.proc.send_signal(signal.SIGINT)
+        reason = trio.run(sigint_acted_on, web)
+        assert reason.code == 1001
+        # Sent only once the exit code is decided, so the test cannot race the first signal.
         assert web.stop(signal.SIGTERM) == 130
     assert web.stdout[-1] == STOPPED
 
