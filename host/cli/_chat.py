@@ -390,6 +390,16 @@ async def run_chat(
                 await trio.to_thread.run_sync(editor.close)
 
 
+_BUSY_HINT = (
+    " by another turnlog (turnlog ls marks it open): close it there first, or start a new session with "
+    "turnlog chat"
+)
+
+
+def _is_busy(exc: Exception) -> bool:
+    return isinstance(exc, HostError) and exc.code == "session-busy"
+
+
 async def _choose_session(
     host: Host, options: ChatOptions, editor: LineEditor | None, err: TextIO
 ) -> str | None:
@@ -441,7 +451,7 @@ async def _chat_session(
         try:
             live = await host.session(sid)
         except (HostError, EventLogError) as exc:
-            err.write(f"turnlog: {exc}\n")
+            err.write(f"turnlog: {exc}{_BUSY_HINT if _is_busy(exc) else ''}\n")
             return 1
         display: Display
         if editor is None:

@@ -256,7 +256,8 @@ def test_busy_session_is_a_one_line_error(tmp_path: Path) -> None:
             pass
         done = chat(tmp_path, "--session", "held", stdin="hello\n")
         assert done.returncode == 1
-        assert done.stderr == 'turnlog: session "held" is already open for writing\n'
+        assert done.stderr == ('turnlog: session "held" is already open for writing by another turnlog (turnlog ls marks it '
+                               'open): close it there first, or start a new session with turnlog chat\n')
     finally:
         holder.stdin.close()
         holder.wait(timeout=HANG_GUARD_S)
