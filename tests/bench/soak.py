@@ -11,7 +11,9 @@ report says so. At the end every session is resumed once more and, after a grace
 — the only authority — are read and the report printed:
 
 - reminders created, delivered (a reminder turn answered ``Reminder: <prompt>``), missed (due
-  before the grace period ended, never delivered);
+  before the grace period ended, never delivered), split into those whose dispatch was durable
+  (documented loss, schedule §11.10: a durable dispatch means "queued" and a crash after it is not
+  retried) and those never dispatched (a bug);
 - dispatches per reminder (never more than one: a dispatch is durable before its turn);
 - duplicated deliveries, each inside the documented window (schedule §11.10: the earlier
   delivery's turn never ended because the process was killed or storage failed) or outside it;
@@ -157,13 +159,15 @@ def analyse(root: Path, grace_end_ms: int) -> dict[str, Any]:
                 for prompt in reminder_texts(r):
                     deliveries[prompt].append(r["data"]["turn"] in ended_turns)
     due = {p for p, at in created.items() if at <= grace_end_ms}
+    missed = sorted(p for p in due if not deliveries.get(p))
     duplicated = {p: d for p, d in deliveries.items() if len(d) > 1}
     inside = sum(1 for d in duplicated.values() if not all(d[:-1]))
     return {
         "created": len(created),
         "due": len(due),
         "delivered": sum(1 for p in created if deliveries.get(p)),
-        "missed": sorted(p for p in due if not deliveries.get(p)),
+        "missed": missed,
+        "missed_undispatched": [p for p in missed if not dispatches[p]],
         "dispatched_twice": sorted(p for p, n in dispatches.items() if n > 1),
         "duplicated": len(duplicated),
         "duplicated_inside_window": inside,
@@ -248,7 +252,9 @@ def main() -> None:
         f"{args.minutes:g} min, {args.sessions} sessions, {kills} SIGKILLs, {fills} disk fills, {reminders} reminder prompts"
     )
     print(
-        f"reminders created {report['created']}, due {report['due']}, delivered {report['delivered']}, missed {len(report['missed'])}"
+        f"reminders created {report['created']}, due {report['due']}, delivered {report['delivered']}, missed {len(report['missed'])} "
+        f"(after a durable dispatch, documented {len(report['missed']) - len(report['missed_undispatched'])}; "
+        f"never dispatched {len(report['missed_undispatched'])})"
     )
     print(
         f"dispatched twice {len(report['dispatched_twice'])}; duplicated deliveries {report['duplicated']} "
@@ -256,7 +262,7 @@ def main() -> None:
     )
     print("RSS MiB over time: " + ", ".join(f"{t}s {m:.0f}" for t, m in rss))
     print(f"unreadable logs {len(report['unreadable'])}; tracebacks on stderr {len(tracebacks)}")
-    for line in report["missed"][:10] + report["unreadable"][:5] + tracebacks[:5]:
+    for line in report["missed_undispatched"][:10] + report["unreadable"][:5] + tracebacks[:5]:
         print("  " + line)
     if tmpfs:
         subprocess.run(["umount", str(root)], check=False)
