@@ -14,8 +14,9 @@ import os
 import sys
 import zoneinfo
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -107,6 +108,23 @@ def _whole_number(text: str) -> int:
 
 def _add_root(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", metavar="DIR", help="session root directory (see `turnlog --help`)")
+    parser.add_argument(
+        "--layout", choices=("flat", "dsh"), default="auto",
+        help="layout of a new root (default: detected; dsh for $DSH_SESSION_ROOT, else flat)",
+    )
+    parser.add_argument(
+        "--compression", choices=("none", "zstd"), default=None,
+        help="encoding of a new dsh root (default: detected; zstd)",
+    )
+
+
+def store_options(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
+    """The HostConfig fields of ``--layout``/``--compression`` (dsh-roots §3): a root that came
+    from ``$DSH_SESSION_ROOT`` (host §5.1) defaults to the dsh layout in zstd."""
+    from_dsh = not getattr(args, "root", None) and not environ.get("TURNLOG_HOME") and bool(
+        environ.get("DSH_SESSION_ROOT")
+    )
+    return {"layout": args.layout, "compression": args.compression, "dsh_default": from_dsh}
 
 
 def _add_model_flags(parser: argparse.ArgumentParser) -> None:
@@ -252,6 +270,7 @@ def model_startup(args: argparse.Namespace, environ: Mapping[str, str], root: Pa
         time_context=args.time_context,
         time_zone=args.time_zone,
         time_refresh_ms=args.time_refresh_ms,
+        **store_options(args, environ),
     )
     check_time_context(config, environ)
     setup = ModelSetup(endpoint, model, settings.path or config_path(environ))
@@ -391,7 +410,7 @@ def _chat(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 def _demo(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """host §7.1: the self-checking tour."""
     root = host_root(args.root, environ)
-    config = demo_config(root)
+    config = replace(demo_config(root), **store_options(args, environ))
     check_time_context(config, environ)
     check_root(root)
 

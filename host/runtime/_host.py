@@ -88,6 +88,11 @@ class HostConfig:
     cwd: str | os.PathLike[str] | None = None
     write_delay_ms: int = 5
     schedule_segment_ms: int = 60_000
+    # The store's layout and encoding (dsh-roots §3): detected from the root unless asked;
+    # an empty root from $DSH_SESSION_ROOT (dsh_default) gets the dsh layout in zstd.
+    layout: Literal["auto", "flat", "dsh"] = "auto"
+    compression: Literal["none", "zstd"] | None = None
+    dsh_default: bool = False
 
 
 class Host:
@@ -112,7 +117,14 @@ class Host:
     ) -> None:
         self.config = config
         self._clock: Clock = clock if clock is not None else SystemClock()
-        self._store = SessionStore(config.root, clock=self._clock, write_delay_ms=config.write_delay_ms)
+        self._store = SessionStore(
+            config.root,
+            layout=config.layout,
+            compression=config.compression,
+            dsh_default=config.dsh_default,
+            clock=self._clock,
+            write_delay_ms=config.write_delay_ms,
+        )
         self._adapters = adapters
         self.route = Route(
             config.provider,
