@@ -132,3 +132,29 @@ def test_validate_reports_a_malformed_call_id_as_invalid(tmp_path: Path, value: 
     path.write_text(text[:at] + '"callId":' + value + text[end:])
     code, stderr = run_command("validate", "--root", str(tmp_path), str(path))
     assert code == 1 and "Traceback" not in stderr
+
+
+def test_resume_of_a_turn_start_without_turn_and_a_splice_targeting_a_list(tmp_path: Path) -> None:
+    """The campaign's reproduction: a resume sees a ``turn/start`` that lacks ``turn`` and an inbox
+    splice whose ``target`` is ``[]``; every reader gives a typed error, never another exception."""
+    source = FIXTURES / "reminders-1.jsonl"
+    lines = [json.loads(line) for line in source.read_text().splitlines()]
+    start = next(r for r in lines if r.get("type") == "turn/start")
+    del start["data"]["turn"]
+    next(r for r in lines if r.get("type") == "agent/inbox/spliced")["data"]["target"] = []
+    text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in lines)
+    path = tmp_path / source.name
+    path.write_text(text)
+
+    read_log(path)  # the frame is well formed; what the records mean is validate's and the host's to judge
+    for command, want in (("validate", 1), ("inspect", 0)):
+        code, stderr = run_command(command, "--root", str(tmp_path), str(path))
+        assert code == want and "Traceback" not in stderr, (command, code, stderr)
+
+    async def resume() -> None:
+        async with open_harness(tmp_path) as h:
+            await h.start()
+            with pytest.raises((HostError, EventLogError)):
+                await h.resume(header_id(source.read_bytes()))
+
+    trio.run(resume)
