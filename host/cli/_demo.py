@@ -146,9 +146,8 @@ async def run_demo(
 
     session_id = demo_session_id(time.time(), secrets.token_hex(2))
     root = Path(config.root)
-    path = SessionStore(root).path(session_id)
     try:
-        verdict, replayed = await _tour(config, session_id, path, seconds, say)
+        verdict, replayed, path = await _tour(config, session_id, seconds, say)
     except (DemoCheckFailed, HostError, EventLogError, BaseExceptionGroup) as raised:
         exc = sole_exception(raised)
         if isinstance(exc, DemoCheckFailed):
@@ -180,8 +179,8 @@ async def run_demo(
 
 
 async def _tour(
-    config: HostConfig, session_id: str, path: Path, seconds: int, say: Callable[[str], None]
-) -> tuple[Verdict, int]:
+    config: HostConfig, session_id: str, seconds: int, say: Callable[[str], None]
+) -> tuple[Verdict, int, Path]:
     root = Path(config.root)
     async with open_host(config, adapters={"scripted": ScriptedAdapter()}) as host:
         watch = _Watch(session_id)
@@ -235,10 +234,12 @@ async def _tour(
         report = await host.shutdown()
         if not report.ok:
             raise DemoCheckFailed(f"the log could not be flushed: {next(iter(report.failed.values()))}")
+    # Where the log is, once it exists: a dsh root names its directories after the session's cwd.
+    path = await trio.to_thread.run_sync(SessionStore(root).path, session_id)
     snapshot = await trio.to_thread.run_sync(lambda: read_log(path, expected_id=session_id))
     if snapshot.repair is not None:
         raise DemoCheckFailed("the log needs repair after a clean shutdown")
-    return check_log(list(snapshot.events), snapshot.header.seed_length or 0), replayed
+    return check_log(list(snapshot.events), snapshot.header.seed_length or 0), replayed, path
 
 
 def _check_created(turn: list[Event]) -> None:

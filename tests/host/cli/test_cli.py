@@ -24,11 +24,18 @@ ROOT_VARS = ("TURNLOG_HOME", "DSH_SESSION_ROOT", "XDG_DATA_HOME")
 DEMO_ID = r"demo-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}"
 
 
-def turnlog(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = b"") -> subprocess.CompletedProcess[str]:
+def turnlog(
+    *args: str, env: dict[str, str] | None = None, stdin: bytes | None = b""
+) -> subprocess.CompletedProcess[str]:
     """The installed console script, as a user runs it."""
     base = {k: v for k, v in os.environ.items() if k not in ROOT_VARS and k != "TZ"}
     return subprocess.run(
-        [str(TURNLOG), *args], input=stdin, check=False, capture_output=True, env={**base, **(env or {})}, timeout=120
+        [str(TURNLOG), *args],
+        input=stdin,
+        check=False,
+        capture_output=True,
+        env={**base, **(env or {})},
+        timeout=120,
     )
 
 
@@ -66,7 +73,8 @@ def test_demo_tour_in_the_default_root(tmp_path: Path) -> None:
     restarted = [line for line in lines if line.startswith("restarted: ")]
     assert len(restarted) == 1
     assert re.fullmatch(
-        r"restarted: [0-9]+ events replayed, 0 active reminders, 1 dispatch \(no second dispatch\)", restarted[0]
+        r"restarted: [0-9]+ events replayed, 0 active reminders, 1 dispatch \(no second dispatch\)",
+        restarted[0],
     )
     path = root / f"{session_id}.jsonl"
     assert str(path) in out
@@ -93,6 +101,22 @@ def test_demo_json_in_turnlog_home(tmp_path: Path) -> None:
     assert (result["turns"], result["dispatches"], result["ok"]) == (2, 1, True)
     assert result["events"] == len(read_log(path).events)
     assert _dispatches(path) == ["schedule-1"]
+
+
+def test_demo_in_a_new_dsh_zstd_root(tmp_path: Path) -> None:
+    """The demo's final check reads the log where a dsh root puts it (dsh-roots §3), found once
+    the session exists, not a flat path guessed before."""
+    root = tmp_path / "dsh"
+    done = turnlog(
+        "demo", "--seconds", "1", "--json", "--root", str(root), "--layout", "dsh", "--compression", "zstd"
+    )
+    out, err = _text(done)
+    assert done.returncode == 0, err
+    result = json.loads(out)
+    path = Path(result["path"])
+    assert path.name == "session.jsonl.zstd" and path.parent.name == result["sessionId"]
+    assert path.parent.parent.parent == root and path.parent.parent.name.startswith("--")
+    assert result["ok"] is True and _dispatches(path) == ["schedule-1"]
 
 
 def test_demo_in_an_unusable_root_fails_with_one_line(tmp_path: Path) -> None:
@@ -141,8 +165,18 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--help"], ["-h"], ["demo", "--help"], ["chat", "--help"], ["serve", "--help"], ["ls", "--help"],
-     ["inspect", "--help"], ["validate", "--help"], ["tail", "--help"], ["fork", "--help"]],
+    [
+        ["--help"],
+        ["-h"],
+        ["demo", "--help"],
+        ["chat", "--help"],
+        ["serve", "--help"],
+        ["ls", "--help"],
+        ["inspect", "--help"],
+        ["validate", "--help"],
+        ["tail", "--help"],
+        ["fork", "--help"],
+    ],
 )
 def test_help_on_every_command(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 0
@@ -164,13 +198,28 @@ def test_help_on_every_command(argv: list[str], capsys: pytest.CaptureFixture[st
         (["serve", "--provider", "nope"], None),
         (["serve", "--time-zone", "GMT"], 'turnlog: time-context: invalid IANA timeZone "GMT"'),
         (["serve", "--time-refresh-ms", "-1"], None),
-        (["chat", "--provider", "openai"], 'turnlog: --model or TURNLOG_MODEL is required for provider "openai"'),
+        (
+            ["chat", "--provider", "openai"],
+            'turnlog: --model or TURNLOG_MODEL is required for provider "openai"',
+        ),
         (["ls", "--bogus"], None),
-        (["chat", "--sesion", "x"], "turnlog: unrecognized arguments: --sesion x (did you mean --session?); see turnlog chat --help"),
-        (["show", "x", "--jsn", "--utcc"], "turnlog: unrecognized arguments: --jsn --utcc (did you mean --json or --utc?); see turnlog show --help"),
+        (
+            ["chat", "--sesion", "x"],
+            "turnlog: unrecognized arguments: --sesion x (did you mean --session?); see turnlog chat --help",
+        ),
+        (
+            ["show", "x", "--jsn", "--utcc"],
+            "turnlog: unrecognized arguments: --jsn --utcc (did you mean --json or --utc?); see turnlog show --help",
+        ),
         (["ls", "--zzz"], "turnlog: unrecognized arguments: --zzz; see turnlog ls --help"),
-        (["chat", "--sesion=x"], "turnlog: unrecognized arguments: --sesion=x (did you mean --session?); see turnlog chat --help"),
-        (["models", "--jason"], "turnlog: unrecognized arguments: --jason (did you mean --json?); see turnlog models --help"),
+        (
+            ["chat", "--sesion=x"],
+            "turnlog: unrecognized arguments: --sesion=x (did you mean --session?); see turnlog chat --help",
+        ),
+        (
+            ["models", "--jason"],
+            "turnlog: unrecognized arguments: --jason (did you mean --json?); see turnlog models --help",
+        ),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(
@@ -283,13 +332,25 @@ def test_validate_runs_the_schedule_and_time_context_checks(
     reading = {
         "id": "r1",
         "role": "user",
-        "source": {"kind": "plugin", "plugin": "time-context", "form": "snapshot",
-                   "sections": [{"name": "time-context", "text": text}]},
+        "source": {
+            "kind": "plugin",
+            "plugin": "time-context",
+            "form": "snapshot",
+            "sections": [{"name": "time-context", "text": text}],
+        },
         "content": [{"type": "text", "text": text}],
     }
-    _make_session(tmp_path, "bad-schedule", [("schedule/change", {"version": 1, "operation": "dispatch", "id": "schedule-9"})])
+    _make_session(
+        tmp_path,
+        "bad-schedule",
+        [("schedule/change", {"version": 1, "operation": "dispatch", "id": "schedule-9"})],
+    )
     _make_session(tmp_path, "bad-reading", [("user/message", reading)])
-    _make_session(tmp_path, "fine", [("turn/start", {"turn": 1}), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})])
+    _make_session(
+        tmp_path,
+        "fine",
+        [("turn/start", {"turn": 1}), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})],
+    )
     assert main(["validate", "--root", str(tmp_path), "--json"]) == 1
     verdicts = {v["id"]: v for v in json.loads(capsys.readouterr().out)}
     assert verdicts["fine"]["status"] == "ok"
