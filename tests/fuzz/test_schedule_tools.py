@@ -15,20 +15,9 @@ from hypothesis import strategies as st
 import schedule
 from host.models import ScriptedAdapter, parse_script
 from host.testing import open_harness
+from tests.fuzz.strategies import json_values
 
-scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**60), max_value=2**60),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.sampled_from([0, 299, 300, 301, 2**53, -0.0, 1e308, "300", ""]),
-    st.text(max_size=30),
-)
-values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-    max_leaves=8,
-)
+values = json_values((0, 299, 300, 301, 2**53, -0.0, 1e308, "300", ""), max_leaves=8)
 at_values = st.one_of(
     st.sampled_from(
         [

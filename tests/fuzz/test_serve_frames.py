@@ -27,6 +27,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from tests.fuzz import strategies
 from tests.host.process_support import clean_env
 
 HANG_GUARD_S = 30.0  # only guards against a hang
@@ -64,19 +65,9 @@ KNOWN_KEYS = (
 # Providers that would reach the network are never chosen: the fuzzed host stays offline.
 ONLINE_PROVIDERS = frozenset({"openai", "deepseek-official"})
 
-json_scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.sampled_from([-0.0, 2**53, 9007199254740993, 1e308]),
-    st.text(max_size=40),
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-    max_leaves=12,
-)
+EDGES = (-0.0, 2**53, 9007199254740993, 1e308)
+json_scalars = strategies.json_scalars(EDGES)
+json_values = strategies.json_values(EDGES)
 blocks = st.fixed_dictionaries(
     {"type": st.sampled_from(["text", "image", "file", "tool-call", ""]) | st.text(max_size=6)},
     optional={"text": st.text(max_size=60) | json_values, "attachment": json_values, "mimeType": json_values},
