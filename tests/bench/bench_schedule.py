@@ -30,13 +30,11 @@ absolute figures across runs.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import random
 import re
 import statistics
-import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -59,24 +57,10 @@ from schedule import (
 )
 from schedule._fold import FoldState, IncrementalFold
 from schedule._records import Create, Record
+from tests.bench._rows import Row, bench_main, row
 
 START = parse_instant("2027-01-10T08:00:00.000Z")
 OTHER = msgspec.Raw(b'{"turn":1}')
-
-
-# --- rows ---------------------------------------------------------------------------------------
-
-
-def row(figure: str, today: float, ceiling: float, unit: str, target: str, ok: bool) -> dict[str, Any]:
-    return {"figure": figure, "today": today, "ceiling": ceiling, "unit": unit,
-            "ratio": today / ceiling if ceiling else float("inf"), "target": target, "ok": ok}
-
-
-def print_rows(rows: list[dict[str, Any]]) -> None:
-    print(f"{'figure':<72} {'today':>12} {'ceiling':>12} {'ratio':>10}  {'target':<24} ok/MISS")
-    for r in rows:
-        print(f"{r['figure']:<72} {r['today']:>9.3f} {r['unit']:<2} {r['ceiling']:>9.3f} {r['unit']:<2}"
-              f" {r['ratio']:>10.4g}  {r['target']:<24} {'ok' if r['ok'] else 'MISS'}", flush=True)
 
 
 def best(fn: Callable[[], object], repeat: int) -> float:
@@ -133,7 +117,7 @@ def build_log(n_events: int, n_active: int, seed: int = 7) -> list[Event]:
 # --- the fold and the decision ------------------------------------------------------------------
 
 
-def fold_rows(events: list[Event]) -> tuple[list[dict[str, Any]], float]:
+def fold_rows(events: list[Event]) -> tuple[list[Row], float]:
     n = len(events)
     json_s = fold_s = float("inf")
     for _ in range(2):  # interleaved, so that both meet the same load
@@ -151,7 +135,7 @@ def _state_of(records: tuple[Record, ...]) -> FoldState:
     return IncrementalFold().state(events, 0)
 
 
-def decision_rows(events: list[Event], fold_s: float) -> list[dict[str, Any]]:
+def decision_rows(events: list[Event], fold_s: float) -> list[Row]:
     state = IncrementalFold().state(events, 0)
     active = fold(events, 0).active
     targets = [parse_instant(r.scheduled_at) for r in active]
@@ -211,13 +195,13 @@ def _guard_per_check(events: list[Event], checks: int) -> float:
     return statistics.median(times)
 
 
-def _create(k: int) -> dict[str, Any]:
+def _create(k: int) -> Row:
     return {"version": 1, "operation": "create", "schedule": {
         "id": f"bench-{k}", "kind": "after", "prompt": "stretch", "afterSeconds": 90,
         "scheduledAt": "2027-01-10T08:01:30.000Z"}}
 
 
-def guard_rows(events: list[Event], small: list[Event]) -> list[dict[str, Any]]:
+def guard_rows(events: list[Event], small: list[Event]) -> list[Row]:
     big_s = _guard_per_check(events, 2000)
     small_s = _guard_per_check(small, 2000)
     refold_s = best(functools.partial(check_append, events, 0, _create(0)), 1)
@@ -238,7 +222,7 @@ class _Session:
     once appended. Like ``eventlog.Session.flush``, the barrier returns at once when nothing was
     appended since the last one, and otherwise lets the writer run (one checkpoint)."""
 
-    def __init__(self, payloads: list[dict[str, Any]]) -> None:
+    def __init__(self, payloads: list[Row]) -> None:
         self.events: list[Event] = []
         self.seed_length = 0
         self._durable = 0
@@ -322,7 +306,7 @@ async def _lateness(sessions: int, per_session: int, window_s: float) -> tuple[l
     return runtime_lateness, bare_lateness
 
 
-def lateness_rows(sessions: int, per_session: int, window_s: float) -> list[dict[str, Any]]:
+def lateness_rows(sessions: int, per_session: int, window_s: float) -> list[Row]:
     runtime, bare = trio.run(_lateness, sessions, per_session, window_s)
     bare_p99 = _percentile(bare, 0.99)
     label = f"{sessions * per_session:,} reminders across {sessions:,} sessions over {window_s:g} s"
@@ -338,7 +322,7 @@ def lateness_rows(sessions: int, per_session: int, window_s: float) -> list[dict
 # --- entry points -------------------------------------------------------------------------------
 
 
-def log_rows(n_events: int) -> list[dict[str, Any]]:
+def log_rows(n_events: int) -> list[Row]:
     """The rows measured over a log of ``n_events`` with ~10k active reminders at its end."""
     events = build_log(n_events, 10_000)
     out, fold_s = fold_rows(events)
@@ -347,25 +331,12 @@ def log_rows(n_events: int) -> list[dict[str, Any]]:
     return out
 
 
-def rows(quick: bool) -> list[dict[str, Any]]:
+def rows(quick: bool) -> list[Row]:
     """Every row of this benchmark; ``quick`` runs in under a minute at smaller sizes."""
     out = log_rows(100_000 if quick else 1_000_000)  # the log is freed before the lateness runs
     out += lateness_rows(200, 10, 10.0) if quick else lateness_rows(1_000, 10, 60.0)
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, under a minute")
-    parser.add_argument("--json", action="store_true", help="print the rows as one JSON array")
-    args = parser.parse_args(argv)
-    result = rows(args.quick)
-    if args.json:
-        json.dump(result, sys.stdout, indent=1)
-        print()
-    else:
-        print_rows(result)
-
-
 if __name__ == "__main__":
-    main()
+    bench_main(__doc__, rows)
