@@ -27,11 +27,11 @@ def is_reading(data: Any) -> bool:
 
     Only the source decides, so readings written by other implementations count too.
     """
-    if not isinstance(data, Mapping):
+    if not isinstance(data, (dict, Mapping)):  # dict first: see message_zone
         return False
     source = data.get("source")
     return (
-        isinstance(source, Mapping)
+        isinstance(source, (dict, Mapping))
         and source.get("kind") == "plugin"
         and source.get("plugin") == PLUGIN
     )
