@@ -1,5 +1,5 @@
-"""Fixtures of the web tests: Debian's Chromium driven by Playwright's sync API, and a loopback HTTP
-server for the page's static files (web §8).
+"""Fixtures of the web tests: Debian's Chromium driven by Playwright's sync API, a loopback HTTP
+server for the page's static files, and the fake OpenAI-compatible model (web §8).
 
 The browser is never downloaded: it is ``/usr/bin/chromium`` or ``$TURNLOG_CHROMIUM``. When it is
 missing the tests that need it skip saying why, except under ``CI=true``, where they fail.
@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.web.fake_model import FakeModel
 
 STATIC = Path(str(importlib.resources.files("host.web") / "static"))
 
@@ -148,3 +150,13 @@ def blank_page(_shared_pages: _Pages) -> Iterator[PageFactory]:
     problems = list(_shared_pages.problems)
     _shared_pages.problems.clear()
     assert problems == []
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeModel]:
+    """A fake OpenAI-compatible model server (tests/web/fake_model.py). Start ``turnlog web``
+    with ``*fake_model.args`` and ``env=fake_model.env``. The test fails if a request arrived
+    that the script did not answer."""
+    with FakeModel() as model:
+        yield model
+    assert model.problems == []
