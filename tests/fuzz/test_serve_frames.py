@@ -3,8 +3,8 @@
 After every fuzzed line the test sends a ``session/list`` request as a fence and reads up to its
 reply, so everything the fuzzed line caused lies before the fence. It asserts, for every line:
 
-- a JSON object with an id gets exactly one reply, well formed, carrying that id (or ``null``
-  when the id itself is unusable); any other line gets at most one reply, with id ``null``;
+- a request (a string or number id and a string method, host §4) gets exactly one reply, well
+  formed, echoing that id; any other line gets at most one reply, with id ``null``;
 - a refusal changes no file in the root;
 - the process stays up, and nothing on its stderr is ever a Python traceback.
 """
@@ -250,7 +250,7 @@ def check_line(serve: Serve, line: bytes, sent_id: object) -> None:
     if sent_id is None:
         assert len(replies) <= 1 and all(r["id"] is None for r in replies), replies
     else:
-        assert len(replies) == 1 and replies[0]["id"] in (sent_id, None), replies
+        assert len(replies) == 1 and replies[0]["id"] == sent_id, replies
     if replies and "error" in replies[0]:
         assert snapshot(serve.root) == before, f"a refusal changed the root: {replies[0]}"
     else:
