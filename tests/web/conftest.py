@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.web.browser_support import Tab
 from tests.web.fake_model import FakeModel
 
 STATIC = Path(str(importlib.resources.files("host.web") / "static"))
@@ -160,3 +161,12 @@ def fake_model() -> Iterator[FakeModel]:
     with FakeModel() as model:
         yield model
     assert model.problems == []
+
+
+@pytest.fixture
+def tabs(chromium: Any) -> Iterator[list[Tab]]:
+    """The test's browser tabs (:class:`tests.web.browser_support.Tab`), closed after it."""
+    opened: list[Tab] = []
+    yield opened
+    for tab in opened:
+        tab.close()

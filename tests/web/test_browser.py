@@ -10,55 +10,15 @@ from __future__ import annotations
 import os
 import re
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
-from eventlog import read_log
+from tests.web.browser_support import Tab, events, only_session
 from tests.web.process_support import WebProcess, free_port
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-WAIT_MS = 20_000  # only guards against a hang
-
-
-class Tab:
-    """One browser context and page, collecting page errors and console errors."""
-
-    def __init__(self, browser: Any, timezone_id: str, color_scheme: str = "light") -> None:
-        self.context = browser.new_context(
-            viewport={"width": 1280, "height": 800},
-            locale="en-US",
-            timezone_id=timezone_id,
-            color_scheme=color_scheme,
-        )
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(WAIT_MS)
-        self.problems: list[str] = []
-        self.page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
-        self.page.on(
-            "console", lambda m: self.problems.append(f"console: {m.text}") if m.type == "error" else None
-        )
-
-    def send(self, text: str) -> None:
-        self.page.get_by_role("textbox", name="Message").fill(text)
-        self.page.get_by_role("button", name="Send").click()
-
-    def conversation(self) -> Any:
-        return self.page.get_by_role("log", name="Conversation")
-
-    def close(self) -> None:
-        self.context.close()
-
-
-@pytest.fixture
-def tabs(chromium: Any) -> Iterator[list[Tab]]:
-    opened: list[Tab] = []
-    yield opened
-    for tab in opened:
-        tab.close()
 
 
 @pytest.fixture(scope="session")
@@ -68,23 +28,10 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def events(root: Path, session_id: str, type_: str) -> list[dict[str, Any]]:
-    return [
-        msgspec.json.decode(e.to_json())
-        for e in read_log(root / f"{session_id}.jsonl").events
-        if e.type == type_
-    ]
-
-
-def only_session(root: Path) -> str:
-    (path,) = root.glob("*.jsonl")
-    return path.stem
-
-
 def test_a_reminder_arrives_live_in_the_browsers_zone(
     tmp_path: Path, chromium: Any, tabs: list[Tab], screenshots: Path
 ) -> None:
-    """Scenarios 1 and 3 with the scripted model: the prompt carries the page's zone, the reminder
+    """Scenario 3 with the scripted model: the prompt carries the page's zone, the reminder
     comes back into the open page with no further interaction, and the log says it fired once."""
     root = tmp_path / "s"
     with WebProcess(tmp_path, root) as web:

@@ -1,0 +1,102 @@
+"""Web §8 scenarios 1 and 2 in Chromium against a real ``turnlog web`` process on the fake model
+(tests/web/fake_model.py): the browser's zone reaches the model's request and the log, a reminder
+created for a local time in that zone fires once into the open page, and two tabs in two zones on
+one session make the turn's time reading mixed. Goldens: tests/web/snapshots/<scenario>/."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import zoneinfo
+from pathlib import Path
+from typing import Any
+
+from schedule import format_instant
+from tests.web.browser_support import Tab, events, only_session
+from tests.web.fake_model import FakeModel, Reply, Request, text, tool_call
+from tests.web.goldens import assert_golden
+from tests.web.process_support import WebProcess
+
+SHANGHAI = "Asia/Shanghai"
+PROMPT = "Remind me to review the release window in a few seconds in my local time."
+ZONE_SENTENCE = (
+    "Client time zone for this request: Asia/Shanghai. "
+    "Interpret otherwise-unqualified dates and times in this zone."
+)
+LEAD_MS = 5_000
+
+
+def at_least_five_seconds_ahead(now_ms: int) -> int:
+    """The next whole second at least 5 s after ``now_ms``."""
+    return -(-(now_ms + LEAD_MS) // 1000) * 1000
+
+
+class CreateInShanghai:
+    """Request 1's answer, decided when it arrives: ``schedule_create`` at the next whole second
+    at least 5 s ahead, as a local date and time in Shanghai. Keeps what it sent."""
+
+    def __init__(self) -> None:
+        self.instant_ms = 0
+        self.arguments: dict[str, Any] = {}
+
+    def __call__(self, request: Request) -> Reply:
+        self.instant_ms = at_least_five_seconds_ahead(int(datetime.datetime.now(datetime.UTC).timestamp() * 1000))
+        local = datetime.datetime.fromtimestamp(self.instant_ms / 1000, zoneinfo.ZoneInfo(SHANGHAI))
+        self.arguments = {
+            "prompt": "Review the release window",
+            "at": {"date": local.date().isoformat(), "time": local.strftime("%H:%M:%S"), "time_zone": SHANGHAI},
+        }
+        return tool_call("schedule_create", self.arguments)
+
+
+def test_a_reminder_for_a_local_time_in_the_browsers_zone(
+    tmp_path: Path, chromium: Any, tabs: list[Tab], fake_model: FakeModel
+) -> None:
+    """Scenario 1: an Asia/Shanghai tab; the model reads the zone from the request, schedules in
+    it, and the reminder comes back once, framed as untrusted, into the open page."""
+    create = CreateInShanghai()
+    fake_model.script(
+        create,
+        text("Scheduled in your browser time zone."),
+        text("Reminder: Review the release window."),
+    )
+    root = tmp_path / "s"
+    with WebProcess(tmp_path, root, *fake_model.args, env=fake_model.env) as web:
+        tab = Tab(chromium, SHANGHAI)
+        tabs.append(tab)
+        tab.open(web)
+        assert tab.page.evaluate("new Intl.DateTimeFormat().resolvedOptions().timeZone") == SHANGHAI
+        tab.page.get_by_role("textbox", name="Message").press_sequentially(PROMPT)
+        tab.page.get_by_role("button", name="Send").click()
+
+        conversation = tab.conversation()
+        conversation.get_by_role("button", name="⏰ Reminder: Review the release window").wait_for()
+        follow_up = conversation.locator('[data-kind="assistant"][data-turn="2"]')
+        follow_up.get_by_text("Reminder: Review the release window.", exact=True).wait_for()
+        conversation.locator('[data-kind="turn-end"][data-turn="2"]').wait_for()
+        assert_golden(follow_up, "1-asia-shanghai", "follow-up")
+        assert_golden(conversation, "1-asia-shanghai", "conversation")
+
+        first, second, third = fake_model.wait_requests(3)
+        assert ZONE_SENTENCE in first.text and "schedule_create" in first.tool_names
+        assert first.messages[1] == {"role": "user", "content": PROMPT}
+        assert second.messages[-2]["role"] == "tool" and '"state":"scheduled"' in second.messages[-2]["content"]
+        assert "untrusted reminder content" in third.text
+        assert 'reminder_prompt_json: "Review the release window"' in third.text
+
+        session_id = only_session(root)
+        prompts = [e["data"] for e in events(root, session_id, "user/message") if e["data"]["source"]["kind"] == "user"]
+        (source,) = [p["source"] for p in prompts]
+        assert source.keys() == {"kind", "rpcId", "clientTimeZone"} and isinstance(source["rpcId"], str)
+        assert source["clientTimeZone"] == SHANGHAI
+        (call,) = events(root, session_id, "tool/call")
+        assert call["data"]["name"] == "schedule_create"
+        assert json.loads(call["data"]["arguments"]) == create.arguments
+        changes = [e["data"] for e in events(root, session_id, "schedule/change")]
+        assert [c["operation"] for c in changes] == ["create", "dispatch"]
+        assert changes[0]["schedule"]["kind"] == "at"
+        assert changes[0]["schedule"]["scheduledAt"] == format_instant(create.instant_ms)
+        assert changes[0]["schedule"]["scheduledAt"].endswith("Z")
+        assert tab.problems == []
+        assert web.stderr == []
+    assert web.proc.returncode == 0
