@@ -1,31 +1,25 @@
-"""Benchmark of eventlog's reading and durability (run by hand:
-``.venv/bin/python tests/bench/bench_eventlog.py``; not collected by pytest).
+"""Benchmark of eventlog's reading and durability (run by hand from the project root:
+``.venv/bin/python -m tests.bench.bench_eventlog [--quick] [--json]``; not collected by pytest).
 
-Every figure is printed next to a baseline measured in the same run, on the same disk:
+Rows (``figure  today  ceiling  ratio  target  ok/MISS``, tests/bench/_rows.py), each against a
+baseline measured in the same run on the same disk (issue 15 item 2):
 
-- cold ``read_log`` MB/s over a generated log of ~200k events (~50 MB, page cache warm) vs the
-  stdlib baseline: open the file in binary mode, iterate its lines (skipping the header) and
-  ``json.loads`` each one, nothing else (no validation, no event objects); also the ceiling of
-  any reader that follows log-format §11 (msgspec decoding the envelopes alone); peak RSS of the read in a
-  fresh process;
-- durable events/s with 1, 8 and 64 concurrent appenders on one session, each awaiting
-  ``flush()`` after every append, vs the naive baseline: one ``os.write`` of a ~250-byte
-  record then ``os.fdatasync``, per event, on the same disk;
-- single-appender ``flush()`` p50 vs a bare ``fdatasync`` p50, with the floor that log-format §6.2 sets
-  (the same write + sync through ``trio.to_thread.run_sync``);
-- log-format §11: group commit with 32 tasks (events/s, events per sync, p99 flush latency),
-  ``append`` median for a 1 KiB dict, ``list`` over 10,000 sessions (warm cache), opening a
-  12 MB log holding a 1 MB line, and ``turnlog tail -f`` latency (p99 from a durable batch to
-  its last event printed, next to a bare ``watchfiles.awatch`` with the same debounce).
+- single-appender ``append`` + ``flush()`` p50 vs a bare ``os.write`` + ``os.fdatasync`` p50 of
+  the same ~250-byte record on another file, taken alternately;
+- durable events/s with 64 concurrent appenders on one session, each awaiting ``flush()`` after
+  every append, vs the bare per-event baseline (write + fdatasync per event);
+- group commit with 32 such tasks: p99 flush latency vs one bare fdatasync p50.
 
-Options: ``--events N`` (default 200_000), ``--dir DIR`` (default: a temp dir under /tmp),
-``--repeat N`` (run the cold read and durability measurements N times; default 1). The machine
-may be shared: compare the ratios printed by one run, not absolute figures across runs.
+Figures not yet in the row format go to stderr: the cold ``read_log`` MB/s over a generated log
+(~200k events, 20k with ``--quick``) vs the stdlib baseline (read lines, ``json.loads`` each)
+and the msgspec envelope-decode ceiling, the read's peak RSS; and, in the full run only, the
+log-format §11 figures: ``append`` median for a 1 KiB dict, ``list`` over 10,000 sessions, opening
+a 12 MB log holding a 1 MB line, ``turnlog tail -f`` latency next to a bare ``watchfiles.awatch``.
+The machine may be shared: compare the ratios of one run, not absolute figures across runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
@@ -44,13 +38,12 @@ import msgspec
 import trio
 
 from eventlog import Session, SessionStore, read_log
-
-RESULTS: list[tuple[str, str, str, bool]] = []
+from tests.bench._rows import Row, bench_main, row
 
 
 def report(name: str, figure: str, versus: str, ok: bool) -> None:
-    RESULTS.append((name, figure, versus, ok))
-    print(f"  {'ok  ' if ok else 'MISS'} {name}: {figure}   [{versus}]", flush=True)
+    """A figure not yet in the row format, on stderr (stdout carries the rows)."""
+    print(f"  {'ok  ' if ok else 'MISS'} {name}: {figure}   [{versus}]", file=sys.stderr, flush=True)
 
 
 def best_of(runs: int, fn: Callable[[], Any]) -> float:
@@ -146,7 +139,7 @@ print(before, peak(), len(snapshot.events))
 
 
 def bench_read(work: Path, events: int) -> None:
-    print(f"cold read ({events} events)", flush=True)
+    print(f"cold read ({events} events)", file=sys.stderr, flush=True)
     path = work / "bench.jsonl"
     size = generate_log(path, events)
     mb = size / 1e6
@@ -160,7 +153,7 @@ def bench_read(work: Path, events: int) -> None:
     ceiling = best_of(3, functools.partial(ENVELOPES.decode_lines, body))
     del body
     print(f"  ceiling: msgspec envelope decode alone (file in memory, data raw, one call, no checks) {mb / ceiling:.0f} MB/s, "
-          f"{base / ceiling:.1f}x the stdlib baseline", flush=True)
+          f"{base / ceiling:.1f}x the stdlib baseline", file=sys.stderr, flush=True)
     report(
         "read_log",
         f"{mb / ours:.0f} MB/s ({mb:.1f} MB in {ours * 1000:.0f} ms)",
@@ -190,7 +183,8 @@ def bench_read(work: Path, events: int) -> None:
 
 
 def naive_fsync_per_event(work: Path, count: int) -> tuple[float, list[float]]:
-    """write + fdatasync per event: (events/s, fdatasync latencies)."""
+    """The bare per-event baseline: ``os.write`` of a ~250-byte record then ``os.fdatasync``,
+    per event: (events/s, fdatasync latencies)."""
     fd = os.open(work / "naive.jsonl", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
     record = msgspec.json.encode({"type": "note/x", "seq": 0, "time": 0, "data": {"text": "x" * 180}}) + b"\n"
     latencies = []
@@ -241,81 +235,53 @@ async def appenders(work: Path, tasks: int, per_task: int) -> tuple[float, float
     return total / elapsed, total / max(batches, 1), latencies
 
 
-async def flush_latency(work: Path, count: int) -> tuple[float, float, float]:
-    """p50 of ``append`` + ``flush()`` on one session, p50 of a bare ``os.write`` +
-    ``os.fdatasync`` (timing the sync only) on another file of the same directory, and p50 of
-    the same write + sync run through ``trio.to_thread.run_sync`` (the floor of any writer that
-    follows log-format §6.2, which puts all file work in a worker thread), taken alternately so all three
-    see the same load on a shared machine."""
+async def flush_latency(work: Path, count: int) -> tuple[float, float]:
+    """p50 of ``append`` + ``flush()`` on one session and p50 of a bare ``os.write`` +
+    ``os.fdatasync`` of the same record on another file of the same directory, taken
+    alternately so that both see the same load on a shared machine."""
     root = Path(tempfile.mkdtemp(dir=work))
     data = {"text": "x" * 180}
     record = msgspec.json.encode({"type": "note/x", "seq": 0, "time": 0, "data": data}) + b"\n"
     fd = os.open(root / "bare.jsonl", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
     flushes: list[float] = []
-    syncs: list[float] = []
-    hops: list[float] = []
-
-    def write_and_sync() -> None:
-        os.write(fd, record)
-        os.fdatasync(fd)
-
+    bare: list[float] = []
     try:
         async with SessionStore(root).create(id="f") as session:
             session.append("note/x", data)
             await session.flush()  # publish first: measure steady state
             for _ in range(count):
-                session.append("note/x", data)
                 t = time.perf_counter()
+                session.append("note/x", data)
                 await session.flush()
                 flushes.append(time.perf_counter() - t)
+                t = time.perf_counter()
                 os.write(fd, record)
-                t = time.perf_counter()
                 os.fdatasync(fd)
-                syncs.append(time.perf_counter() - t)
-                t = time.perf_counter()
-                await trio.to_thread.run_sync(write_and_sync)
-                hops.append(time.perf_counter() - t)
+                bare.append(time.perf_counter() - t)
     finally:
         os.close(fd)
         shutil.rmtree(root)
-    return statistics.median(flushes), statistics.median(syncs), statistics.median(hops)
+    return statistics.median(flushes), statistics.median(bare)
 
 
-def bench_durability(work: Path) -> None:
-    print("durable appends (each appender awaits flush() after every append)", flush=True)
-    naive_rate, sync_lat = naive_fsync_per_event(work, 3000)
-    bare_p50 = statistics.median(sync_lat)
-    print(f"  baseline: naive os.write + os.fdatasync per event {naive_rate:,.0f} events/s; "
-          f"bare fdatasync p50 {bare_p50 * 1e6:.0f} µs", flush=True)
-    for tasks, per_task in ((1, 3000), (8, 2000), (64, 1000)):
-        rate, per_batch, latencies = trio.run(appenders, work, tasks, per_task)
-        target = {64: ">= 50,000 events/s"}.get(tasks, "none")
-        report(
-            f"{tasks} appender{'s' if tasks > 1 else ''}",
-            f"{rate:,.0f} durable events/s, {per_batch:.1f} events/sync",
-            f"{rate / naive_rate:.1f}x the naive baseline; target {target}",
-            rate >= 50_000 if tasks == 64 else True,
-        )
-    flush_p50, sync_p50, hop_p50 = trio.run(flush_latency, work, 2000)
-    print(f"  floor: os.write + os.fdatasync through trio.to_thread.run_sync p50 {hop_p50 * 1e6:.0f} µs, "
-          f"{hop_p50 / sync_p50:.2f}x the bare fdatasync", flush=True)
-    report(
-        "single-appender flush p50",
-        f"{flush_p50 * 1e6:.0f} µs",
-        f"bare fdatasync p50 {sync_p50 * 1e6:.0f} µs, measured alternately with the flushes; "
-        f"{flush_p50 / sync_p50:.2f}x; target <= 2x",
-        flush_p50 <= 2 * sync_p50,
-    )
-    rate, per_batch, latencies = trio.run(appenders, work, 32, 1000)
-    p99 = percentile(latencies, 0.99)
-    report(
-        "group commit, 32 tasks",
-        f"{rate:,.0f} events/s, {per_batch:.1f} events/sync, p99 flush {p99 * 1e3:.2f} ms",
-        f"{rate / naive_rate:.1f}x the sync-per-event baseline (target >= 8x); "
-        f"p99 {p99 / bare_p50:.1f}x one sync (target <= 3x; log-format §11 sets both for an fdatasync "
-        f"of ~1.6 ms, here {bare_p50 * 1e6:.0f} µs)",
-        rate >= 8 * naive_rate and p99 <= 3 * bare_p50,
-    )
+def durability_rows(work: Path, quick: bool) -> list[Row]:
+    """issue 15 item 2: the single-appender flush, 64 appenders and 32-task group commit, each
+    against a bare write + fdatasync measured in the same run."""
+    scale = 10 if quick else 1
+    flush_p50, bare_p50 = trio.run(flush_latency, work, 2000 // scale)
+    naive_rate, sync_lat = naive_fsync_per_event(work, 3000 // scale)
+    sync_p50 = statistics.median(sync_lat)
+    rate64, per_batch64, _ = trio.run(appenders, work, 64, 1000 // scale)
+    _, per_batch32, latencies32 = trio.run(appenders, work, 32, 1000 // scale)
+    p99 = percentile(latencies32, 0.99)
+    return [
+        row("1 appender: append + flush p50 (vs bare write + fdatasync p50)",
+            flush_p50 * 1e3, bare_p50 * 1e3, "ms", "ratio <= 1.5", flush_p50 <= 1.5 * bare_p50),
+        row(f"64 appenders: events/s, {per_batch64:.1f}/sync (vs bare per event)",
+            rate64, naive_rate, "/s", "ratio >= 15", rate64 >= 15 * naive_rate),
+        row(f"32 tasks: p99 flush, {per_batch32:.1f}/sync (vs fdatasync p50)",
+            p99 * 1e3, sync_p50 * 1e3, "ms", "ratio <= 3", p99 <= 3 * sync_p50),
+    ]
 
 
 # --------------------------------------------------------------------------------- log-format §11 others
@@ -483,27 +449,23 @@ def bench_tail() -> None:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=200_000)
-    parser.add_argument("--dir", type=Path, default=None)
-    parser.add_argument("--repeat", type=int, default=1)
-    args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-eventlog-", dir=args.dir))
+def rows(quick: bool) -> list[Row]:
+    """The durability rows; the read and log-format §11 figures not yet in the row format are
+    printed to stderr (only in the full run, except the cold read)."""
+    work = Path(tempfile.mkdtemp(prefix="bench-eventlog-"))
     try:
-        for _ in range(args.repeat):
-            bench_read(work, args.events)
-            bench_durability(work)
-        print("log-format §11", flush=True)
-        bench_append()
-        bench_list(work)
-        bench_resume(work)
-        bench_tail()
+        bench_read(work, 20_000 if quick else 200_000)
+        out = durability_rows(work, quick)
+        if not quick:
+            print("log-format §11", file=sys.stderr, flush=True)
+            bench_append()
+            bench_list(work)
+            bench_resume(work)
+            bench_tail()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    missed = [name for name, _, _, ok in RESULTS if not ok]
-    print(f"{len(RESULTS) - len(missed)}/{len(RESULTS)} targets met" + (f"; missed: {', '.join(missed)}" if missed else ""))
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    bench_main(__doc__, rows)

@@ -1,28 +1,28 @@
-"""Benchmark of the host (run by hand: ``.venv/bin/python tests/bench/bench_host.py``).
+"""Benchmark of the host (run by hand from the project root:
+``.venv/bin/python -m tests.bench.bench_host [--quick] [--json]``; not collected by pytest).
 
-1. Per-turn host overhead on the scripted model, on the real clock and real files (every turn
-   ends durably before ``idle``): sequential turns on one session with and without time context,
-   through the JSON-RPC server in process, and concurrent turns over many sessions; next to
-   baselines measured in the same run: the scripted adapter alone, and a bare eventlog session
-   appending a turn's worth of events and flushing.
-2. Reminder fire lateness on the real clock: ``--sessions`` live sessions (default 1,000) with
-   ``--armed`` reminders each (default 10, so 10,000 armed). One per session falls due inside a
-   ``--window`` (default 20 s); the rest lie days ahead. Lateness is the wall time at the
-   ``dispatch`` append minus the reminder's target; printed as p50/p99/max next to a bare
-   ``trio.sleep`` baseline (one task per target, same targets' spread) in the same run.
+Rows (``figure  today  ceiling  ratio  target  ok/MISS``, tests/bench/_rows.py), each against a
+baseline measured in the same run:
 
-3. Start-up of the ``turnlog`` console script (median of ``--runs``): ``--version``, ``--help``, a
-   log command (``ls``) and ``serve`` up to its first reply, next to a bare ``python -c pass``
-   and to importing the packages a command needs, measured in the same run.
-
-Options: ``--turns N`` (default 300), ``--sessions N``, ``--armed N``, ``--window S``,
-``--runs N`` (default 7).
+1. A durable scripted turn (issue 15 item 3): one session on the scripted model, real clock and
+   real files, every turn durable before ``idle``; directly through ``Host`` and through the
+   JSON-RPC server in process. The ceiling is a bare eventlog turn: a session appending the same
+   8 events a turn writes, then one ``flush()``. The three run in alternating blocks so they
+   share the load of a shared machine; each figure is the median per-turn time.
+2. Reminder fire lateness through the host (full run only): 1,000 live sessions with 10 armed
+   reminders each (10,000 armed); one per session falls due inside a 20 s window, the rest lie
+   days ahead. Lateness is the wall time at the ``dispatch`` append minus the reminder's target,
+   against a bare ``trio.sleep`` per target (same spread) in the same run.
+3. Start-up of the ``turnlog`` console script (median of 7 runs, 3 with ``--quick``):
+   ``--version``, ``--help``, ``ls`` and ``serve`` up to its first reply, against a bare
+   ``python -c pass``.
 """
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,10 +36,11 @@ import trio
 import trio.testing
 
 import schedule
-from eventlog import SessionStore
-from host.models import ModelRequest, ScriptedAdapter
+from eventlog import Session, SessionStore
+from host.models import ScriptedAdapter
 from host.rpc import Server
 from host.runtime import EventAppended, Host, HostConfig, open_host
+from tests.bench._rows import Row, bench_main, row
 
 DAY_MS = 86_400_000
 
@@ -54,31 +55,10 @@ def quantiles(values: list[float]) -> tuple[float, float, float]:
     return pick(0.50), pick(0.99), ordered[-1]
 
 
-def report(name: str, count: int, seconds: float, unit: str = "turns") -> None:
-    print(f"  {name:<52} {count / seconds:9.0f} {unit}/s  {seconds / count * 1e6:9.0f} µs each")
-
-
 # --- 1. per-turn overhead ------------------------------------------------------------------------
 
-
-async def timed(fn: Callable[[], Awaitable[int]]) -> tuple[int, float]:
-    start = time.perf_counter()
-    count = await fn()
-    return count, time.perf_counter() - start
-
-
-async def sequential_turns(turns: int, *, time_context: bool) -> tuple[int, float]:
-    root = Path(tempfile.mkdtemp(prefix="bench-host-"))
-    config = HostConfig(root=root, time_context=time_context, time_zone="UTC" if time_context else None)
-    async with open_host(config, adapters={"scripted": ScriptedAdapter()}) as host:
-        await turn(host, "warm", "hi")
-
-        async def run() -> int:
-            for n in range(turns):
-                await turn(host, "main", f"hello {n}")
-            return turns
-
-        return await timed(run)
+MESSAGE = {"id": "u", "role": "user", "source": {"kind": "user", "rpcId": "b"},
+           "content": [{"type": "text", "text": "hello"}]}
 
 
 async def turn(host: Host, session_id: str, text: str) -> None:
@@ -88,107 +68,92 @@ async def turn(host: Host, session_id: str, text: str) -> None:
     await live.agent.when_idle()
 
 
-async def concurrent_turns(sessions: int, per_session: int) -> tuple[int, float]:
-    root = Path(tempfile.mkdtemp(prefix="bench-host-"))
-    async with open_host(HostConfig(root=root), adapters={"scripted": ScriptedAdapter()}) as host:
-        for s in range(sessions):
-            await turn(host, f"s{s}", "warm")
-
-        async def one(s: int) -> None:
-            for n in range(per_session):
-                await turn(host, f"s{s}", f"hello {n}")
-
-        async def run() -> int:
-            async with trio.open_nursery() as nursery:
-                for s in range(sessions):
-                    nursery.start_soon(one, s)
-            return sessions * per_session
-
-        return await timed(run)
+async def bare_turn(session: Session, t: int) -> None:
+    """The events a scripted turn writes, appended to a bare session, then one flush."""
+    session.append("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [MESSAGE]})
+    session.append("turn/start", {"turn": t})
+    session.append("agent/inbox/spliced", {"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})
+    session.append("step/start", {"turn": t, "step": 1})
+    session.append("user/message", MESSAGE, surface_op="append")
+    session.append("assistant/message", {"turn": t, "step": 1, "message": MESSAGE}, surface_op="append")
+    session.append("step/end", {"turn": t, "step": 1})
+    session.append("turn/end", {"turn": t, "reason": {"kind": "completed"}})
+    await session.flush()
 
 
-async def rpc_turns(turns: int) -> tuple[int, float]:
-    root = Path(tempfile.mkdtemp(prefix="bench-host-"))
-    async with open_host(HostConfig(root=root), adapters={"scripted": ScriptedAdapter()}) as host:
-        to_server, server_in = trio.testing.memory_stream_one_way_pair()
-        server_out, from_server = trio.testing.memory_stream_one_way_pair()
-        server = Server(host)
-        buffer = b""
+class RpcClient:
+    """The JSON-RPC server in process over memory streams; ``prompt`` returns once the
+    session's ``idle`` status notification arrives."""
 
-        async def until_idle() -> None:
-            nonlocal buffer
-            while True:
-                while b"\n" not in buffer:
-                    buffer += await from_server.receive_some()
-                line, buffer = buffer.split(b"\n", 1)
-                if b'"status":"idle"' in line:
-                    return
+    def __init__(self, host: Host) -> None:
+        self.server = Server(host)
+        self.to_server, self.server_in = trio.testing.memory_stream_one_way_pair()
+        self.server_out, self.from_server = trio.testing.memory_stream_one_way_pair()
+        self.buffer = b""
 
-        async def send(n: int) -> None:
-            frame = {"jsonrpc": "2.0", "id": f"p-{n}", "method": "session/prompt",
-                     "params": {"sessionId": "main", "contentBlocks": [{"type": "text", "text": f"hello {n}"}]}}
-            await to_server.send_all(json.dumps(frame).encode() + b"\n")
-            await until_idle()
+    async def serve(self) -> None:
+        await self.server.run(self.server_in, self.server_out)
+        await self.server_out.aclose()
 
-        async def serve() -> None:
-            await server.run(server_in, server_out)
-            await server_out.aclose()
+    async def prompt(self, n: int) -> None:
+        frame = {"jsonrpc": "2.0", "id": f"p-{n}", "method": "session/prompt",
+                 "params": {"sessionId": "rpc", "contentBlocks": [{"type": "text", "text": f"hello {n}"}]}}
+        await self.to_server.send_all(json.dumps(frame).encode() + b"\n")
+        while True:
+            while b"\n" not in self.buffer:
+                self.buffer += await self.from_server.receive_some()
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            if b'"sessionId":"rpc","status":"idle"' in line:
+                return
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(serve)
-            await send(-1)
-
-            async def run() -> int:
-                for n in range(turns):
-                    await send(n)
-                return turns
-
-            result = await timed(run)
-            await to_server.aclose()
-            while await from_server.receive_some():
-                pass
-        return result
+    async def close(self) -> None:
+        await self.to_server.aclose()
+        while await self.from_server.receive_some():
+            pass
 
 
-async def adapter_only(turns: int) -> tuple[int, float]:
-    adapter = ScriptedAdapter()
+async def _turn_times(blocks: int, per_block: int) -> dict[str, list[float]]:
+    """Per-turn wall times of the bare eventlog turn, the host turn and the JSON-RPC turn, run
+    in alternating blocks of ``per_block`` turns."""
+    times: dict[str, list[float]] = {"bare": [], "host": [], "rpc": []}
+    with tempfile.TemporaryDirectory(prefix="bench-host-") as work:
+        config = HostConfig(root=Path(work) / "host", time_context=False)
+        async with (
+            SessionStore(Path(work) / "bare").create(id="bare") as session,
+            open_host(config, adapters={"scripted": ScriptedAdapter()}) as host,
+            trio.open_nursery() as nursery,
+        ):
+            client = RpcClient(host)
+            nursery.start_soon(client.serve)
+            await bare_turn(session, 0)  # publish and warm each path first
+            await turn(host, "main", "warm")
+            await client.prompt(-1)
+            runs: dict[str, Callable[[int], Awaitable[None]]] = {
+                "bare": functools.partial(bare_turn, session),
+                "host": lambda n: turn(host, "main", f"hello {n}"),
+                "rpc": client.prompt,
+            }
+            n = 0
+            for _ in range(blocks):
+                for name, run in runs.items():
+                    for _ in range(per_block):
+                        n += 1
+                        start = time.perf_counter()
+                        await run(n)
+                        times[name].append(time.perf_counter() - start)
+            await client.close()
+    return times
 
-    async def run() -> int:
-        for n in range(turns):
-            request = ModelRequest(
-                session_id="main", turn=n + 1, step=1, provider="scripted", model="scripted", system=None,
-                messages=({"id": "u", "role": "user", "source": {"kind": "user", "rpcId": "b"},
-                           "content": [{"type": "text", "text": f"hello {n}"}]},),
-                tools=(), max_tokens=None, reasoning_effort=None,
-            )
-            async for _ in adapter.stream(request):
-                pass
-        return turns
 
-    return await timed(run)
-
-
-async def bare_eventlog(turns: int) -> tuple[int, float]:
-    root = Path(tempfile.mkdtemp(prefix="bench-host-"))
-    message = {"id": "u", "role": "user", "source": {"kind": "user", "rpcId": "b"},
-               "content": [{"type": "text", "text": "hello"}]}
-    async with SessionStore(root).create(id="bare") as session:
-
-        async def run() -> int:
-            for n in range(turns):
-                t = n + 1
-                session.append("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [message]})
-                session.append("turn/start", {"turn": t})
-                session.append("agent/inbox/spliced", {"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})
-                session.append("step/start", {"turn": t, "step": 1})
-                session.append("user/message", message, surface_op="append")
-                session.append("assistant/message", {"turn": t, "step": 1, "message": message}, surface_op="append")
-                session.append("step/end", {"turn": t, "step": 1})
-                session.append("turn/end", {"turn": t, "reason": {"kind": "completed"}})
-                await session.flush()
-            return turns
-
-        return await timed(run)
+def turn_rows(quick: bool) -> list[Row]:
+    times = trio.run(_turn_times, 5 if quick else 20, 20)
+    bare, host, rpc = (statistics.median(times[name]) * 1e3 for name in ("bare", "host", "rpc"))
+    return [
+        row("durable scripted turn, Host (vs bare 8 events + flush)",
+            host, bare, "ms", "ratio <= 1.5", host <= 1.5 * bare),
+        row("durable scripted turn, JSON-RPC (vs bare 8 events + flush)",
+            rpc, bare, "ms", "ratio <= 2", rpc <= 2 * bare),
+    ]
 
 
 # --- 2. reminder lateness ------------------------------------------------------------------------
@@ -247,7 +212,8 @@ async def reminder_lateness(sessions: int, armed: int, window_s: float) -> dict[
             await turn(host, f"r{s}", f"remind me at {schedule.format_instant(target)} to ping {s}")
         created = time.perf_counter()
         if now_ms() > base:
-            print(f"  (creating the due reminders took past the first target by {now_ms() - base:.0f} ms)")
+            print(f"  (creating the due reminders took past the first target by {now_ms() - base:.0f} ms)",
+                  file=sys.stderr)
         with trio.move_on_after(window_s + 120):
             await done.wait()
         for live in host.live_sessions():
@@ -277,9 +243,23 @@ async def sleep_lateness(count: int, window_s: float) -> list[float]:
     return lateness
 
 
-def print_lateness(name: str, values: list[float]) -> None:
-    p50, p99, worst = quantiles(values)
-    print(f"  {name:<52} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {worst:7.1f} ms  (n={len(values)})")
+def lateness_rows(sessions: int, armed: int, window_s: float) -> list[Row]:
+    async def both() -> tuple[list[float], dict[str, Any]]:
+        return await sleep_lateness(sessions, window_s), await reminder_lateness(sessions, armed, window_s)
+
+    bare, result = trio.run(both)
+    print(f"  reminder lateness setup: files {result['write_s']:.1f} s, resume {result['resume_s']:.1f} s, "
+          f"create due reminders via prompts {result['create_s']:.1f} s; "
+          f"{result['armed_left']} reminders still armed afterwards", file=sys.stderr)
+    bare_p99 = quantiles(bare)[1]
+    label = f"{sessions * armed:,} armed, {sessions:,} due in {window_s:g} s"
+    p50, p99, _ = quantiles(result["lateness"])
+    return [
+        row(f"host lateness p50, {label} (vs trio.sleep p99)", p50, bare_p99, "ms",
+            "ratio <= 1.5", p50 <= 1.5 * bare_p99),
+        row(f"host lateness p99, {label} (vs trio.sleep p99)", p99, bare_p99, "ms",
+            "ratio <= 1.5", p99 <= 1.5 * bare_p99),
+    ]
 
 
 # --- 3. start-up of the console script ----------------------------------------------------------
@@ -295,52 +275,32 @@ def startup_seconds(argv: list[str], runs: int, stdin: bytes = b"") -> float:
     return sorted(times)[len(times) // 2]
 
 
-def print_startup(runs: int) -> None:
+def startup_rows(runs: int) -> list[Row]:
     python, turnlog = sys.executable, str(Path(sys.executable).with_name("turnlog"))
     with tempfile.TemporaryDirectory() as root:
+        bare = startup_seconds([python, "-c", "pass"], runs) * 1e3
         cases = [
-            ("baseline: python -c pass", [python, "-c", "pass"], b""),
-            ("baseline: python -c 'import eventlog.cli'", [python, "-c", "import eventlog.cli"], b""),
-            ("baseline: python -c 'import host.cli._logcommands'", [python, "-c", "import host.cli._logcommands"], b""),
-            ("baseline: python -c 'import host.cli._commands'", [python, "-c", "import host.cli._commands"], b""),
             ("turnlog --version", [turnlog, "--version"], b""),
             ("turnlog --help", [turnlog, "--help"], b""),
             ("turnlog ls --root R", [turnlog, "ls", "--root", root], b""),
             ("turnlog serve (session/list, then EOF)", [turnlog, "serve", "--root", root, "--no-time-context"],
              b'{"jsonrpc":"2.0","id":1,"method":"session/list"}\n'),
         ]
+        out = []
         for name, argv, stdin in cases:
-            print(f"  {name:<52} {startup_seconds(argv, runs) * 1000:7.0f} ms")
+            took = startup_seconds(argv, runs, stdin) * 1e3
+            out.append(row(f"{name} (vs python -c pass)", took, bare, "ms", "ratio <= 3",
+                           took <= 3 * bare))
+    return out
 
 
-async def main(args: argparse.Namespace) -> None:
-    print(f"per-turn overhead ({args.turns} turns each; scripted model, real files, durable before idle)")
-    report("baseline: scripted adapter alone (one request)", *await adapter_only(args.turns), unit="calls")
-    report("baseline: bare eventlog, a turn's 8 events + flush", *await bare_eventlog(args.turns))
-    report("host, one session, no time context", *await sequential_turns(args.turns, time_context=False))
-    report("host, one session, time context on", *await sequential_turns(args.turns, time_context=True))
-    report("host via JSON-RPC server in process, no time context", *await rpc_turns(args.turns))
-    report("host, 50 sessions concurrently, no time context", *await concurrent_turns(50, max(1, args.turns // 10)))
-
-    print(f"\nreminder lateness ({args.sessions} live sessions x {args.armed} armed = "
-          f"{args.sessions * args.armed} armed; {args.sessions} fall due over {args.window:.0f} s, real clock)")
-    print_lateness("baseline: bare trio.sleep, one task per target", await sleep_lateness(args.sessions, args.window))
-    result = await reminder_lateness(args.sessions, args.armed, args.window)
-    print_lateness("host: target -> dispatch appended", result["lateness"])
-    print(f"  setup: files {result['write_s']:.1f} s, resume {result['resume_s']:.1f} s, "
-          f"create due reminders via prompts {result['create_s']:.1f} s; "
-          f"{result['armed_left']} reminders still armed afterwards")
-
-    print(f"\nstart-up of the console script (median of {args.runs} runs, spawn to exit)")
-    await trio.to_thread.run_sync(print_startup, args.runs)
+def rows(quick: bool) -> list[Row]:
+    out = turn_rows(quick)
+    if not quick:
+        out += lateness_rows(1000, 10, 20.0)
+    return out + startup_rows(3 if quick else 7)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turns", type=int, default=300)
-    parser.add_argument("--sessions", type=int, default=1000)
-    parser.add_argument("--armed", type=int, default=10)
-    parser.add_argument("--window", type=float, default=20.0)
-    parser.add_argument("--runs", type=int, default=7)
     zoneinfo.reset_tzpath(to=())
-    trio.run(main, parser.parse_args())
+    bench_main(__doc__, rows)
