@@ -1,6 +1,7 @@
 """The page in Debian's Chromium against a real ``turnlog web`` process (web §8, browser layer):
-typing into the real composer, a reminder arriving live, the browser's zone in the log, two tabs
-on one session, reconnecting through a host restart. Waits are on DOM conditions or on the log,
+typing into the real composer, a reminder arriving live, the browser's zone in the log,
+reconnecting through a host restart (the zone scenarios on the fake model are in
+test_browser_zones.py). Waits are on DOM conditions or on the log,
 never fixed sleeps. Screenshots of the chat (light and dark) and of the inspector are saved under
 the test's temporary directory; ``TURNLOG_REFRESH_SCREENSHOT=1`` also writes ``docs/web-chat.png``.
 """
@@ -75,29 +76,6 @@ def test_a_reminder_arrives_live_in_the_browsers_zone(
         assert tab.problems == [] and dark.problems == []
         assert web.stderr == []
     assert web.proc.returncode == 0
-
-
-def test_two_tabs_in_two_zones_share_one_session(tmp_path: Path, chromium: Any, tabs: list[Tab]) -> None:
-    """Scenario 2, with the scripted model: each tab's prompts carry its own zone, and each tab
-    shows the other's prompts and replies live, once."""
-    root = tmp_path / "s"
-    with WebProcess(tmp_path, root) as web:
-        a, b = Tab(chromium, "Asia/Shanghai"), Tab(chromium, "Europe/Berlin")
-        tabs += [a, b]
-        a.page.goto(web.url)
-        a.send("hello from Shanghai")
-        a.conversation().get_by_text("You said: hello from Shanghai").wait_for()
-        session_id = only_session(root)
-        b.page.goto(web.url.replace("/#", f"/s/{session_id}#"))  # its own sign-in: a cookie per context
-        b.conversation().get_by_text("You said: hello from Shanghai").wait_for()
-        b.send("hello from Berlin")
-        for tab in (a, b):
-            tab.conversation().get_by_text("You said: hello from Berlin").wait_for()
-            assert tab.conversation().get_by_text("hello from Berlin", exact=True).count() == 1
-        sources = [e["data"]["source"] for e in events(root, session_id, "user/message")]
-        zones = [s["clientTimeZone"] for s in sources if s["kind"] == "user"]
-        assert zones == ["Asia/Shanghai", "Europe/Berlin"]
-        assert a.problems == [] and b.problems == []
 
 
 def test_the_page_reconnects_after_a_host_restart_and_keeps_the_draft(

@@ -13,7 +13,7 @@ from typing import Any
 
 from schedule import format_instant
 from tests.web.browser_support import Tab, events, only_session
-from tests.web.fake_model import FakeModel, Reply, Request, text, tool_call
+from tests.web.fake_model import FakeModel, Gate, Reply, Request, text, tool_call
 from tests.web.goldens import assert_golden
 from tests.web.process_support import WebProcess
 
@@ -98,5 +98,83 @@ def test_a_reminder_for_a_local_time_in_the_browsers_zone(
         assert changes[0]["schedule"]["scheduledAt"] == format_instant(create.instant_ms)
         assert changes[0]["schedule"]["scheduledAt"].endswith("Z")
         assert tab.problems == []
+        assert web.stderr == []
+    assert web.proc.returncode == 0
+
+
+BERLIN = "Europe/Berlin"
+FIRST, SECOND, STEER = (
+    "Good morning from Shanghai.",
+    "Book the call for 9:00 tomorrow.",
+    "Make that 9:00 my time, please.",
+)
+MIXED_SENTENCE = (
+    'Client time zone for this request: mixed ["Asia/Shanghai","Europe/Berlin"]. '
+    "Ask the user to clarify otherwise-unqualified dates and times."
+)
+CLARIFY = "Do you mean 9:00 in Shanghai or 9:00 in Berlin?"
+
+
+def test_two_tabs_in_two_zones_steer_one_turn_into_a_mixed_reading(
+    tmp_path: Path, chromium: Any, tabs: list[Tab], fake_model: FakeModel
+) -> None:
+    """Scenario 2: a Shanghai tab and a Berlin tab on one session. While the model holds the
+    Shanghai prompt's turn, the Berlin tab sees it running and steers it; the next step's reading
+    is mixed, and the clarifying reply reaches both tabs, each prompt shown once in each."""
+    held = Gate()
+    fake_model.script(text("Good morning."), text("Booking it.").held(held), text(CLARIFY))
+    root = tmp_path / "s"
+    with WebProcess(tmp_path, root, *fake_model.args, env=fake_model.env) as web:
+        a, b = Tab(chromium, SHANGHAI), Tab(chromium, BERLIN)
+        tabs += [a, b]
+        a.open(web)
+        a.send(FIRST)
+        a.conversation().get_by_text("Good morning.", exact=True).wait_for()
+        session_id = only_session(root)
+        b.open(web, session_id)
+        b.conversation().get_by_text("Good morning.", exact=True).wait_for()
+        b.page.evaluate("window.__loadedOnce = true")  # gone if the tab reloads
+
+        a.send(SECOND)
+        held.wait_reached()
+        b.conversation().locator('[data-kind="user"]').get_by_text(SECOND, exact=True).wait_for()
+        b.page.get_by_role("button", name="Stop").wait_for()
+        b.page.get_by_text("Working…").wait_for()
+        assert_golden(b.page.locator("main"), "2-two-tabs", "b-while-held")
+        box = b.page.get_by_role("textbox", name="Message")
+        box.fill(STEER)
+        box.press("Control+Enter")
+        for tab in (a, b):
+            tab.page.get_by_text("Steering: read at the next step").wait_for()
+        held.release()
+
+        for tab in (a, b):
+            tab.conversation().get_by_text(CLARIFY, exact=True).wait_for()
+            tab.conversation().locator('[data-kind="turn-end"][data-turn="2"]').wait_for()
+            reading = tab.conversation().locator('[data-kind="reading"][data-turn="2"][data-step="2"]')
+            assert reading.get_by_role("button").inner_text() == "Time reading · mixed zones"
+            prompts = tab.conversation().locator('[data-kind="user"] .bubble').all_inner_texts()
+            assert prompts == [FIRST, SECOND, STEER]
+        assert b.page.evaluate("window.__loadedOnce") is True
+        assert_golden(a.conversation(), "2-two-tabs", "a-after")
+        assert_golden(b.conversation(), "2-two-tabs", "b-after")
+
+        first, step1, step2 = fake_model.wait_requests(3)
+        assert SHANGHAI in first.text and MIXED_SENTENCE not in first.text
+        assert "Client time zone for this request: Asia/Shanghai." in step1.messages[-1]["content"]
+        assert MIXED_SENTENCE in step2.messages[-1]["content"]
+        assert step2.messages[-2] == {"role": "user", "content": STEER}
+
+        sources = [
+            (e["data"]["content"][0]["text"], e["data"]["source"].get("clientTimeZone"))
+            for e in events(root, session_id, "user/message")
+            if e["data"]["source"]["kind"] == "user"
+        ]
+        assert sources == [(FIRST, SHANGHAI), (SECOND, SHANGHAI), (STEER, BERLIN)]
+        steered = [e["data"] for e in events(root, session_id, "agent/inbox/spliced") if e["data"]["target"] == "next-step"]
+        assert [s.get("inserted", [{}])[0].get("content") for s in steered if s.get("inserted")] == [
+            [{"type": "text", "text": STEER}]
+        ]
+        assert a.problems == [] and b.problems == []
         assert web.stderr == []
     assert web.proc.returncode == 0
