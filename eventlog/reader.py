@@ -23,7 +23,6 @@ from stat import S_ISDIR, S_ISREG
 from typing import Literal, overload
 
 import msgspec
-import trio
 
 from ._zstd import EMPTY_LOG, ZstdLogError, frame_plaintext, header_text, read_text, scan_frames
 from .errors import CorruptLog, SessionNotFound
@@ -876,6 +875,8 @@ async def tail(
     directory does not exist (there is nothing to watch); ``OSError`` if the file cannot be
     opened. Use it with ``contextlib.aclosing`` so the watcher stops promptly.
     """
+    import trio  # here: only a tail waits, not every reader of a log
+
     _check_start_seq(start_seq)
     state = _TailState(path, start_seq, expected_id=expected_id, follow=follow)
     changes = None

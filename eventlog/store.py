@@ -386,10 +386,12 @@ class SessionStore:
         """Every store file (``<id>.jsonl`` with a valid id; symlinks reported, not followed),
         reading only line 1 of each: sorted by ``(created_at, id)``, files with a problem last
         by id. A missing root lists nothing."""
-        return await trio.to_thread.run_sync(self._list)
+        return await trio.to_thread.run_sync(self.list_blocking)
 
     # ``builtins.list``: in this class body ``list`` is the method above.
-    def _list(self) -> builtins.list[SessionInfo]:
+    def list_blocking(self) -> builtins.list[SessionInfo]:
+        """``list`` in the calling thread, for callers without an event loop (the read-only
+        log commands)."""
         (layout, _), content = self._detect(self._listing())
         if layout == "dsh":
             return self._list_dsh(content)

@@ -1,5 +1,6 @@
-"""``main``: parse the command line, run one log command under ``trio.run``, map every outcome
-to an exit status and at most one line on stderr (log-format §10)."""
+"""``main``: parse the command line, run one log command (the read-only ones as plain calls,
+``tail`` and ``fork`` under ``trio.run``), map every outcome to an exit status and at most one
+line on stderr (log-format §10)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ from collections.abc import Iterable, Sequence
 from datetime import tzinfo
 from pathlib import Path
 from typing import IO
-
-import trio
 
 from ..errors import EventLogError, InvalidSessionId
 from ..store import default_root
@@ -66,7 +65,15 @@ def main(
     shown_in = None if getattr(args, "utc", False) else zone
     env = Env(root=chosen, checks=tuple(checks), out=out, err=err, prog=prog, zone=shown_in)
     try:
-        return trio.run(COMMANDS[args.command], args, env)
+        command = COMMANDS.get(args.command)
+        if command is not None:
+            return command(args, env)
+        # Only the commands that wait load trio (and the modules that need it).
+        import trio
+
+        from ._follow import COMMANDS as WAITING
+
+        return trio.run(WAITING[args.command], args, env)
     except BaseException as raw:
         status = _exit_status(single(raw), args.command, err)
         if status is None:

@@ -17,7 +17,7 @@ import eventlog.cli
 import schedule
 import timecontext
 from eventlog import LogSnapshot
-from host.runtime import resolve_root
+from host._root import resolve_root
 
 from ._listing import run_ls
 from ._show import run_show

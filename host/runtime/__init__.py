@@ -4,6 +4,7 @@ and inbox replay, the tool registry, and the boundary rules every request is che
 
 from eventlog.vocab import ToolSpec as ToolSpec
 
+from .._root import resolve_root as resolve_root
 from ._agent import Agent as Agent
 from ._agent import SchedulePort as SchedulePort
 from ._boundary import INVALID_TIME_ZONE_MESSAGE as INVALID_TIME_ZONE_MESSAGE
@@ -15,7 +16,6 @@ from ._boundary import canonical_client_zone as canonical_client_zone
 from ._boundary import check_session_id as check_session_id
 from ._boundary import history_page as history_page
 from ._boundary import list_result as list_result
-from ._boundary import resolve_root as resolve_root
 from ._boundary import shutting_down as shutting_down
 from ._history import HistoryView as HistoryView
 from ._history import InboxReplayError as InboxReplayError
