@@ -16,6 +16,10 @@ from . import fileio as fileio
 from . import surface as surface
 from . import values as values
 from . import vocab as vocab
+from ._dsh import decode_segment as decode_segment
+from ._dsh import dsh_log_path as dsh_log_path
+from ._dsh import encode_segment as encode_segment
+from ._dsh import project_key as project_key
 from .errors import CorruptLog as CorruptLog
 from .errors import EventLogError as EventLogError
 from .errors import ForkError as ForkError
@@ -75,9 +79,13 @@ __all__ = [
     "SurfaceOp",
     "SystemClock",
     "UnsupportedFormat",
+    "decode_segment",
     "default_root",
+    "dsh_log_path",
+    "encode_segment",
     "index_log",
     "iter_events",
+    "project_key",
     "read_header",
     "read_log",
     "tail",
