@@ -44,7 +44,9 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from eventlog import Event, LogSnapshot, read_log
+from eventlog import Event, LogSnapshot, SessionStore, read_log
+from eventlog._zstd import encode_frame, read_text  # crash cuts in a Zstandard log (dsh-roots §4)
+from eventlog.format import ZSTD_MAGIC
 from eventlog.scan import Scanner
 from host.models import ScriptedAdapter
 from host.runtime import (
@@ -189,7 +191,8 @@ class Harness:
         survivors = await host.abandon()
         survivors.update(keep or {})
         for session_id, last_seq in survivors.items():
-            await trio.to_thread.run_sync(_cut, host.store.path(session_id), last_seq, torn_tail)
+            # Locating a session lists a dsh root: blocking work, done in the thread too.
+            await trio.to_thread.run_sync(_cut_session, host.store, session_id, last_seq, torn_tail)
         await self._finish_host()
         self._crashed.set()
 
@@ -303,8 +306,16 @@ class Harness:
     # --- reading ----------------------------------------------------------------------------------
 
     def read(self, session_id: str) -> LogSnapshot:
-        """The session file as it is on disk, read without locking or repair."""
-        return read_log(Path(self.config.root) / f"{session_id}.jsonl", expected_id=session_id)
+        """The session file as it is on disk, wherever the root's layout puts it (flat, or dsh in
+        either encoding), read without locking or repair."""
+        if self._host is not None:
+            store = self._host.store
+        else:
+            config = self.config
+            store = SessionStore(
+                config.root, layout=config.layout, compression=config.compression, dsh_default=config.dsh_default
+            )
+        return read_log(store.path(session_id), expected_id=session_id)
 
     def events(self, session_id: str, *types: str) -> list[dict[str, Any]]:
         """The session's events on disk as decoded envelopes (``{"type","seq","time","data",…}``),
@@ -348,32 +359,68 @@ async def _run_due_tasks() -> None:
         await trio.sleep(max(due, 0.0))
 
 
+def _cut_session(store: SessionStore, session_id: str, last_seq: int, torn_tail: bool) -> None:
+    _cut(store.path(session_id), last_seq, torn_tail)
+
+
 def _cut(path: Path, last_seq: int, torn_tail: bool) -> None:
     """Cut a session file back so its last event is ``last_seq`` (a file with no surviving event
     is removed, as it was never published); optionally leave half of the first lost record.
 
     The record boundaries are eventlog's: its scanner reads the file a line at a time and says
     which events each record completes (a deepseek-harness row stands for several), and the cut
-    falls after the last record whose events all survive.
+    falls after the last record whose events all survive. A Zstandard log (dsh-roots §4) is cut
+    at the end of the last frame whose events all survive; the surviving records of the next
+    frame become one frame of their own (the batch as if it had been written in two), and the
+    half record is left as a frame cut short, the torn final frame a crash leaves.
     """
     if not path.exists():
         return
     if last_seq < 0:
         path.unlink()
         return
-    scanner = Scanner(path)
-    end = 0
-    lost = b""
-    for line in path.read_bytes().splitlines(keepends=True):
-        if any(event.seq > last_seq for event in scanner.feed(line)):
-            lost = line
-            break
-        end = scanner.committed_bytes
+    data = path.read_bytes()
+    if data.startswith(ZSTD_MAGIC):
+        end, tail = _cut_frames(path, data, last_seq, torn_tail)
+    else:
+        scanner = Scanner(path)
+        end, lost = 0, b""
+        for line in data.splitlines(keepends=True):
+            if any(event.seq > last_seq for event in scanner.feed(line)):
+                lost = line
+                break
+            end = scanner.committed_bytes
+        tail = _half(lost) if torn_tail else b""
     with open(path, "r+b") as file:
         file.truncate(end)
-        if torn_tail and lost:
-            file.seek(end)
-            file.write(lost[: max(1, (len(lost) - 1) // 2)])
+        file.seek(end)
+        file.write(tail)
+
+
+def _cut_frames(path: Path, data: bytes, last_seq: int, torn_tail: bool) -> tuple[int, bytes]:
+    """``_cut`` of a Zstandard log: the size to keep and the frames to write after it."""
+    text = read_text(data)
+    scanner = Scanner(path)
+    end = 0
+    kept: list[bytes] = []  # the surviving records of the first frame that loses one
+    lost = b""
+    for frame in text.frames:
+        for line in text.committed[frame.text_start : frame.text_end].splitlines(keepends=True):
+            if any(event.seq > last_seq for event in scanner.feed(line)):
+                lost = line
+                break
+            kept.append(line)
+        if lost:
+            break
+        end, kept = frame.frame.end, []
+    tail = encode_frame(b"".join(kept)) if kept else b""
+    if torn_tail and lost:
+        tail += encode_frame(_half(lost))[:-1]  # its checksum cut short: a torn final frame
+    return end, tail
+
+
+def _half(record: bytes) -> bytes:
+    return record[: max(1, (len(record) - 1) // 2)] if record else b""
 
 
 @asynccontextmanager

@@ -1,16 +1,28 @@
 """Helpers for the Zstandard tests: the records of the dsh-roots §4 vectors, frames built by hand
-(raw and RLE blocks, no library involved) and the ``zstd`` command-line program as an encoder and
-decoder nobody here wrote."""
+(raw and RLE blocks, no library involved), the ``zstd`` command-line program as an encoder and
+decoder nobody here wrote, and reference-style roots built from raw logs (``reference_root``)."""
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
 
+import msgspec
 import pytest
 
+from eventlog import dsh_log_path
+from eventlog._dsh import Compression
 from tests.eventlog.spec_examples import E1_LINES
+
+if sys.version_info >= (3, 14):
+    from compression import zstd as _library
+else:
+    from backports import zstd as _library
 
 MAGIC = bytes.fromhex("28B52FFD")
 
@@ -62,3 +74,34 @@ def batches(raw: bytes, size: int) -> list[bytes]:
     per batch."""
     lines = raw.splitlines(keepends=True)
     return [lines[0], *(b"".join(lines[i : i + size]) for i in range(1, len(lines), size))]
+
+
+def reference_root(root: Path, raw_logs: Iterable[Path], compression: Compression, *, seed: int = 0) -> list[Path]:
+    """Put raw session logs into ``root`` as the reference lays them out (dsh-roots §2, §4):
+    ``<projectKey(cwd)>/<encodeSegment(id)>/session.jsonl[.zstd]``. In Zstandard, frame 0 is the
+    header line and each batch (1 to 16 records, cut by a seeded random generator as a writer's
+    group commits would cut them) is one frame, made by the library's own defaults (no content
+    checksum: another encoder's settings than turnlog's). Returns the log paths, in order."""
+    rng = random.Random(seed)
+    paths = []
+    for raw in raw_logs:
+        data = raw.read_bytes()
+        header = msgspec.json.decode(data[: data.index(b"\n")])
+        path = dsh_log_path(root, header.get("cwd"), header["id"], compression)
+        path.parent.mkdir(parents=True, mode=0o700)
+        if compression == "zstd":
+            lines = data.splitlines(keepends=True)
+            frames, pos = [lines[0]], 1
+            while pos < len(lines):
+                size = rng.randint(1, 16)
+                frames.append(b"".join(lines[pos : pos + size]))
+                pos += size
+            data = b"".join(library_frame(plaintext) for plaintext in frames)
+        path.write_bytes(data)
+        paths.append(path)
+    return paths
+
+
+def library_frame(plaintext: bytes) -> bytes:
+    """One frame as the Zstandard library makes it by default (level 3, no checksum)."""
+    return _library.compress(plaintext)
