@@ -1,6 +1,7 @@
 """The process ``test_crash.py`` kills: it appends and flushes forever.
 
-Usage: ``python crash_writer.py ROOT ID ROUND``. Opens session ``ID`` (creating it if missing),
+Usage: ``python crash_writer.py ROOT ID ROUND [LAYOUT]``, LAYOUT ``flat`` (the default) or
+``dsh-zstd`` (a dsh root in Zstandard, dsh-roots §4). Opens session ``ID`` (creating it if missing),
 prints ``open <next_seq>``, then runs three tasks on the one session: turns of a few events and
 two appenders of notes, each flushing often and printing ``ack <through_seq>`` after every
 flush that returned. Every note carries its own seq and the round, so the test can check that
@@ -47,8 +48,11 @@ async def notes(session: Session, round_: int, rng: random.Random) -> None:
         ack(await session.flush())
 
 
-async def main(root: str, id: str, round_: int) -> None:
-    store = SessionStore(root, write_delay_ms=1)
+async def main(root: str, id: str, round_: int, layout: str) -> None:
+    if layout == "dsh-zstd":
+        store = SessionStore(root, layout="dsh", compression="zstd", write_delay_ms=1)
+    else:
+        store = SessionStore(root, layout="flat", write_delay_ms=1)
     exists = os.path.exists(store.path(id))
     async with store.open(id) if exists else store.create(id=id) as session:
         print(f"open {session.next_seq}", flush=True)
@@ -58,4 +62,4 @@ async def main(root: str, id: str, round_: int) -> None:
                 nursery.start_soon(notes, session, round_, random.Random(round_ * 10 + k))
 
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    trio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "flat")

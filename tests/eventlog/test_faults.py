@@ -1,6 +1,7 @@
 """Fault injection through the ``fileio`` seam (log-format §6.2–6.4, log-format §7.4, E14): every
 failure gives a typed ``PersistenceError``, leaves a loadable file, and a retry succeeds without
-duplicating or reordering events."""
+duplicating or reordering events. The tests of a batch write, a publish, open's repair and a fork
+also run on a dsh root in Zstandard (dsh-roots §4, §7), where each write is one frame."""
 
 from __future__ import annotations
 
@@ -14,12 +15,62 @@ import pytest
 import trio
 import trio.testing
 
-from eventlog import PersistenceError, Session, SessionNotFound, SessionStore, fileio, read_log
+from eventlog import PersistenceError, Session, SessionNotFound, SessionStore, dsh_log_path, fileio, read_log
+from eventlog._zstd import encode_frame, read_text
 from tests.eventlog.live_support import E1_BYTES, SetClock, TrioWallClock, place, replay
 from tests.eventlog.spec_examples import E1_LINES, E4_CLOSERS, E5_CLOSERS, E5_LINES, log_bytes
 
 ERRNOS = [errno.ENOSPC, errno.EIO]
 E3_LINE4 = b'{"type":"user/message","seq":2,"time":1767261600102,"data":{"id":"msg-1"'
+
+
+class Layout:
+    """How a test's logs are laid out: ``flat`` (``<root>/<id>.jsonl``), or ``dsh-zstd`` (a dsh
+    root in Zstandard: frame 0 the header, one frame per batch)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.zstd = name == "dsh-zstd"
+
+    def store(self, root: Path, clock: SetClock) -> SessionStore:
+        if self.zstd:
+            return SessionStore(root, layout="dsh", compression="zstd", clock=clock, write_delay_ms=0)
+        return SessionStore(root, layout="flat", clock=clock, write_delay_ms=0)
+
+    def path(self, root: Path, id: str, cwd: str | None = "/home/ana") -> Path:
+        return dsh_log_path(root, cwd, id, "zstd") if self.zstd else root / f"{id}.jsonl"
+
+    def log(self, lines: list[bytes], torn: bytes = b"") -> bytes:
+        """A log of the header and record ``lines`` (one batch), then ``torn``: the start of a
+        record for a raw log, a frame of it whose write was cut short for a Zstandard one."""
+        if not self.zstd:
+            return log_bytes(lines) + torn
+        head = encode_frame(log_bytes(lines[:1])) + encode_frame(log_bytes(lines[1:]))
+        return head + (encode_frame(torn)[:-1] if torn else b"")
+
+    def place(self, root: Path, id: str, data: bytes) -> Path:
+        """Put ``data`` (a raw log, re-encoded as ``log`` does) where session ``id`` goes."""
+        lines = data.splitlines()
+        path = self.path(root, id)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return place(path.parent, path.name, self.log(lines) if self.zstd else data)
+
+    def text(self, path: Path) -> bytes:
+        """The log's plaintext (a Zstandard log's complete frames)."""
+        return read_text(path.read_bytes()).committed if self.zstd else path.read_bytes()
+
+    def files(self, root: Path) -> list[str]:
+        """Every file below the root (directories left out), as paths relative to it."""
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir())
+
+
+LAYOUTS = ["flat", "dsh-zstd"]
+
+
+@pytest.fixture
+def layout(request: pytest.FixtureRequest) -> Layout:
+    # Tests that list both layouts parametrize this fixture; the others run flat.
+    return Layout(getattr(request, "param", "flat"))
 
 
 @pytest.fixture
@@ -33,8 +84,11 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(root: Path, clock: SetClock) -> SessionStore:
-    return SessionStore(root, clock=clock, write_delay_ms=0)
+def store(root: Path, clock: SetClock, layout: Layout) -> SessionStore:
+    return layout.store(root, clock)
+
+
+both_layouts = pytest.mark.parametrize("layout", LAYOUTS, indirect=True)
 
 
 def temp_files(root: Path) -> list[str]:
@@ -47,8 +101,10 @@ def check_error(exc: PersistenceError, id: str, err: int) -> None:
     assert not exc.permanent
 
 
-async def test_failed_sync_e14(store: SessionStore, root: Path, clock: SetClock) -> None:
-    path = place(root, "demo-1.jsonl", E1_BYTES)
+@both_layouts
+async def test_failed_sync_e14(store: SessionStore, root: Path, clock: SetClock, layout: Layout) -> None:
+    path = layout.place(root, "demo-1", E1_BYTES)
+    size = path.stat().st_size
     flushed: list[int] = []
     async with store.open("demo-1") as session:
         session.on_flushed(lambda s, through: flushed.append(through))
@@ -57,33 +113,37 @@ async def test_failed_sync_e14(store: SessionStore, root: Path, clock: SetClock)
             await session.flush()
         assert fault.failures == 1
         check_error(info.value, "demo-1", errno.EIO)
-        assert path.stat().st_size == 887
+        assert path.stat().st_size == size
         assert session.durable_through == 5 and flushed == []
         assert await session.flush() == 7
         assert flushed == [7]
-    assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES[:2])
+    assert layout.text(path) == E1_BYTES + log_bytes(E5_LINES[:2])
 
 
+@both_layouts
 @pytest.mark.parametrize("err", ERRNOS)
 @pytest.mark.parametrize("op", ["pwrite", "sync"])
 async def test_failed_batch_rolls_back_and_retries(
-    store: SessionStore, root: Path, clock: SetClock, op: str, err: int
+    store: SessionStore, root: Path, clock: SetClock, op: str, err: int, layout: Layout
 ) -> None:
-    path = place(root, "demo-1.jsonl", E1_BYTES)
+    path = layout.place(root, "demo-1", E1_BYTES)
+    placed = path.read_bytes()
     async with store.open("demo-1") as session:
         replay(session, clock, E5_LINES[:3])
         with fileio.fail(op, err), pytest.raises(PersistenceError) as info:
             await session.flush()
         check_error(info.value, "demo-1", err)
-        assert path.read_bytes() == E1_BYTES  # loadable, back at its size before the batch
+        assert path.read_bytes() == placed  # loadable, back at its size before the batch
         replay(session, clock, E5_LINES[3:])  # newer events queue behind the failed batch
         assert await session.flush() == 10
-    assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES)
+    assert layout.text(path) == E1_BYTES + log_bytes(E5_LINES)
 
 
+@both_layouts
 @pytest.mark.parametrize("err", ERRNOS)
-async def test_failed_truncate(store: SessionStore, root: Path, clock: SetClock, err: int) -> None:
-    path = place(root, "demo-1.jsonl", E1_BYTES)
+async def test_failed_truncate(store: SessionStore, root: Path, clock: SetClock, err: int, layout: Layout) -> None:
+    path = layout.place(root, "demo-1", E1_BYTES)
+    size = path.stat().st_size
     async with store.open("demo-1") as session:
         replay(session, clock, E5_LINES[:2])
         # The write fails, and so does every truncate back: the file keeps the failed batch's
@@ -91,7 +151,7 @@ async def test_failed_truncate(store: SessionStore, root: Path, clock: SetClock,
         with fileio.fail("sync", err), fileio.fail("truncate", err, times=2) as truncate:
             with pytest.raises(PersistenceError):
                 await session.flush()
-            assert path.stat().st_size > 887
+            assert path.stat().st_size > size
             read_log(path)  # still loadable
             # the next batch must cut the file back first; that fails too
             with pytest.raises(PersistenceError) as info:
@@ -101,13 +161,14 @@ async def test_failed_truncate(store: SessionStore, root: Path, clock: SetClock,
         check_error(info.value, "demo-1", err)
         replay(session, clock, E5_LINES[2:3])
         assert await session.flush() == 8
-    assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES[:3])
+    assert layout.text(path) == E1_BYTES + log_bytes(E5_LINES[:3])
 
 
+@both_layouts
 @pytest.mark.parametrize("err", ERRNOS)
 @pytest.mark.parametrize("op", ["pwrite", "sync", "link"])
 async def test_failed_publish_leaves_nothing_and_retries(
-    store: SessionStore, root: Path, clock: SetClock, op: str, err: int
+    store: SessionStore, root: Path, clock: SetClock, op: str, err: int, layout: Layout
 ) -> None:
     root.mkdir()
     async with store.create(id="demo-1", cwd="/home/ana") as session:
@@ -115,20 +176,22 @@ async def test_failed_publish_leaves_nothing_and_retries(
         with fileio.fail(op, err), pytest.raises(PersistenceError) as info:
             await session.flush()
         check_error(info.value, "demo-1", err)
-        assert os.listdir(root) == []  # no final name, no temp file
+        assert layout.files(root) == []  # no final name, no temp file
         assert session.durable_through == -1
         replay(session, clock, E1_LINES[4:])
         assert await session.flush() == 5
-    assert (root / "demo-1.jsonl").read_bytes() == E1_BYTES
-    assert temp_files(root) == []
+    path = layout.path(root, "demo-1")
+    assert layout.text(path) == E1_BYTES
+    assert layout.files(root) == [str(path.relative_to(root))]
 
 
+@both_layouts
 @pytest.mark.parametrize("err", ERRNOS)
 @pytest.mark.parametrize("more_events", [False, True])
 async def test_failed_directory_sync_after_link_repeats_only_the_directory_sync(
-    store: SessionStore, root: Path, clock: SetClock, err: int, more_events: bool
+    store: SessionStore, root: Path, clock: SetClock, err: int, more_events: bool, layout: Layout
 ) -> None:
-    root.mkdir()
+    layout.path(root, "demo-1").parent.mkdir(parents=True)  # the publish's only directory sync is the link's
     async with store.create(id="demo-1", cwd="/home/ana") as session:
         replay(session, clock, E1_LINES[1:4])
         with fileio.fail("sync_dir", err), pytest.raises(PersistenceError) as info:
@@ -142,8 +205,9 @@ async def test_failed_directory_sync_after_link_repeats_only_the_directory_sync(
         assert sync_dir.calls == 1
         assert pwrite.calls == (1 if more_events else 0)  # the published bytes are not rewritten
         replay(session, clock, E1_LINES[4:] if not more_events else [])
-    assert (root / "demo-1.jsonl").read_bytes() == E1_BYTES
-    assert temp_files(root) == []
+    path = layout.path(root, "demo-1")
+    assert layout.text(path) == E1_BYTES
+    assert layout.files(root) == [str(path.relative_to(root))]
 
 
 async def test_flush_returns_once_its_events_are_durable_though_the_rest_of_the_batch_fails(
@@ -198,14 +262,19 @@ async def test_flush_returns_once_its_events_are_durable_though_the_rest_of_the_
     assert [e.value() for e in read_log(root / "p.jsonl").events] == [{"n": n} for n in range(4)]
 
 
-async def test_failed_root_creation(store: SessionStore, root: Path, clock: SetClock) -> None:
+@pytest.mark.parametrize(
+    ("layout", "skip"), [("flat", 0), ("dsh-zstd", 0), ("dsh-zstd", 1), ("dsh-zstd", 2)], indirect=["layout"]
+)
+async def test_failed_root_creation(store: SessionStore, root: Path, clock: SetClock, layout: Layout, skip: int) -> None:
     async with store.create(id="r") as session:
         session.append("note/x", {})
-        # the sync of the root's parent after mkdir fails
-        with fileio.fail("sync_dir", errno.EIO), pytest.raises(PersistenceError, match="session root"):
+        # the sync of a new directory's parent after mkdir fails: the root's; in a dsh root
+        # also the root itself (for the project directory) or the project directory (for the
+        # session directory)
+        with fileio.fail("sync_dir", errno.EIO, skip=skip), pytest.raises(PersistenceError, match="session root"):
             await session.flush()
         assert await session.flush() == 0
-    assert [e.type for e in read_log(root / "r.jsonl").events] == ["note/x"]
+    assert [e.type for e in read_log(layout.path(root, "r", cwd=None)).events] == ["note/x"]
 
 
 class SyncedDirs:
@@ -393,44 +462,55 @@ async def test_event_appended_during_a_failing_background_write_is_still_written
     assert [e.value() for e in read_log(root / "d.jsonl").events] == [{"n": 0}, {"n": 1}]
 
 
-async def test_io_error_during_open_releases_the_lock(store: SessionStore, root: Path) -> None:
-    path = place(root, "demo-1.jsonl", E1_BYTES)
+@both_layouts
+async def test_io_error_during_open_releases_the_lock(store: SessionStore, root: Path, layout: Layout) -> None:
+    path = layout.place(root, "demo-1", E1_BYTES)
+    placed = path.read_bytes()
     with fileio.fail("sync", errno.EIO), pytest.raises(PersistenceError):
         async with store.open("demo-1"):
             pass
     async with store.open("demo-1") as session:
         assert session.next_seq == 6
-    assert path.read_bytes() == E1_BYTES
+    assert path.read_bytes() == placed
 
 
+@both_layouts
 @pytest.mark.parametrize("op", ["pwrite", "sync"])
-async def test_failed_closers_are_computed_again(store: SessionStore, root: Path, op: str) -> None:
-    path = place(root, "demo-1.jsonl", E1_BYTES + log_bytes(E5_LINES))
+async def test_failed_closers_are_computed_again(store: SessionStore, root: Path, op: str, layout: Layout) -> None:
+    path = layout.place(root, "demo-1", E1_BYTES + log_bytes(E5_LINES))
+    placed = path.read_bytes()
     with fileio.fail(op, errno.EIO, skip=1 if op == "sync" else 0), pytest.raises(PersistenceError):
         async with store.open("demo-1"):
             pass
-    assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES)
+    assert path.read_bytes() == placed
     async with store.open("demo-1") as session:
         assert session.next_seq == 15
-    assert path.read_bytes() == E1_BYTES + log_bytes(E5_LINES) + log_bytes(E5_CLOSERS)
+    assert path.read_bytes().startswith(placed)
+    assert layout.text(path) == E1_BYTES + log_bytes(E5_LINES) + log_bytes(E5_CLOSERS)
 
 
+@both_layouts
 async def test_crash_between_truncation_and_closers_is_harmless(
-    store: SessionStore, root: Path
+    store: SessionStore, root: Path, layout: Layout
 ) -> None:
     # E4: a defect with no later turn/end: truncate to 256, then two closers. The closers'
-    # write fails after the truncation was synced, as if the process died there.
-    path = place(root, "demo-1.jsonl", log_bytes(E1_LINES[:3] + [E3_LINE4] + E1_LINES[4:6]))
+    # write fails after the truncation was synced, as if the process died there. In Zstandard
+    # the defect and what follows it are in a torn final frame (dsh-roots §4 repair, steps 1-2).
+    committed = layout.log(E1_LINES[:3])
+    path = layout.place(root, "demo-1", b"")
+    path.write_bytes(layout.log(E1_LINES[:3], torn=log_bytes([E3_LINE4] + E1_LINES[4:6])))
     with fileio.fail("pwrite", errno.EIO), pytest.raises(PersistenceError):
         async with store.open("demo-1"):
             pass
-    assert path.read_bytes() == log_bytes(E1_LINES[:3])  # truncated, no closers yet
+    assert path.read_bytes() == committed  # truncated, no closers yet
     async with store.open("demo-1") as session:
         assert session.recovered is not None and session.recovered.truncate_to is None
         assert [e.to_json() for e in session.recovered.closers] == E4_CLOSERS
-    assert path.read_bytes() == log_bytes(E1_LINES[:3] + E4_CLOSERS)
+    assert path.read_bytes().startswith(committed)
+    assert layout.text(path) == log_bytes(E1_LINES[:3] + E4_CLOSERS)
 
 
+@both_layouts
 @pytest.mark.parametrize("err", ERRNOS)
 @pytest.mark.parametrize(
     ("op", "step"),
@@ -443,17 +523,21 @@ async def test_crash_between_truncation_and_closers_is_harmless(
     ],
 )
 async def test_failed_fork_leaves_nothing_and_retries(
-    store: SessionStore, root: Path, op: str, step: str, err: int
+    store: SessionStore, root: Path, op: str, step: str, err: int, layout: Layout
 ) -> None:
-    parent = place(root, "demo-1.jsonl", E1_BYTES)
-    with fileio.fail(op, err), pytest.raises(PersistenceError, match=f'"child": {step} failed: ') as info:
+    parent = layout.place(root, "demo-1", E1_BYTES)
+    placed = parent.read_bytes()
+    child = layout.path(root, "child")
+    # In a dsh root the child's new session directory is made first, its parent synced.
+    skip = 1 if layout.zstd and op == "sync_dir" else 0
+    with fileio.fail(op, err, skip=skip), pytest.raises(PersistenceError, match=f'"child": {step} failed: ') as info:
         await store.fork("demo-1", at=5, id="child")
     check_error(info.value, "child", err)
-    assert sorted(os.listdir(root)) == ["demo-1.jsonl"]
+    assert layout.files(root) == [str(parent.relative_to(root))]
     header = await store.fork("demo-1", at=5, id="child")
     assert header.seed_length == 6
-    assert len(read_log(root / "child.jsonl").events) == 7
-    assert parent.read_bytes() == E1_BYTES
+    assert len(read_log(child).events) == 7
+    assert parent.read_bytes() == placed
 
 
 async def test_a_delete_whose_root_sync_failed_can_be_retried(store: SessionStore, root: Path) -> None:
