@@ -205,6 +205,18 @@ class SessionStore:
             return self.root.joinpath(*found.parts)
         return dsh_log_path(self.root, cwd, id, compression)
 
+    async def find(self, id: str) -> Path | None:
+        """Session ``id``'s log, or ``None`` when there is none (a name that is not a regular
+        file, a symbolic link say, counts as there: opening it gives the error). ``locate`` and
+        the check run in a worker thread, since locating lists a ``dsh`` root. Raises what
+        ``locate`` raises."""
+        check_session_id(id)
+        return await trio.to_thread.run_sync(self._find, id)
+
+    def _find(self, id: str) -> Path | None:
+        path = self.locate(id)
+        return path if os.path.lexists(path) else None
+
     # ----------------------------------------------------------------------------- live sessions
 
     def create(

@@ -1,5 +1,6 @@
 """Where sessions live (host §5.1): ``resolve_root``, a pure function over the option, the
-environment and the working directory.
+environment and the working directory, and ``root_from_dsh_session_root``, whether that root came
+from ``$DSH_SESSION_ROOT`` (which sets an empty root's default layout, dsh-roots §3).
 
 A base module (it imports nothing of host and nothing heavy) so the read-only log commands
 (``turnlog ls``, ``inspect``, ``validate``) can find the root without loading the agent runtime;
@@ -42,3 +43,11 @@ def resolve_root(
         return Path(os.path.normpath(xdg)) / "turnlog" / "sessions"
     base = home if home is not None else environ.get("HOME") or os.path.expanduser("~")
     return absolute(base) / ".local" / "share" / "turnlog" / "sessions"
+
+
+def root_from_dsh_session_root(option: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> bool:
+    """Whether ``resolve_root`` takes the root from ``$DSH_SESSION_ROOT`` (no ``--root``, no
+    ``$TURNLOG_HOME``). Such a root, when empty, gets the reference's production default: the
+    dsh layout in zstd (dsh-roots §3)."""
+    no_option = option is None or os.fspath(option) == ""
+    return no_option and not environ.get("TURNLOG_HOME") and bool(environ.get("DSH_SESSION_ROOT"))

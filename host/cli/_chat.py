@@ -412,7 +412,7 @@ async def _choose_session(
     if options.session_id is None:
         return f"session-{uuid.uuid4().hex}"
     sid = options.session_id
-    if editor is None or await trio.to_thread.run_sync(Path(host.store.path(sid)).exists):
+    if editor is None or await host.store.find(sid) is not None:
         return sid
     known = [info.id for info in await host.store.list()]
     near = suggestions(sid, known)
@@ -441,8 +441,7 @@ async def _chat_session(
         sid = await _choose_session(host, options, editor, err)
         if sid is None:
             return 1
-        path = Path(host.store.path(sid))
-        existed = await trio.to_thread.run_sync(path.exists)
+        existed = await host.store.find(sid) is not None
         # A resumed session may start at once (a queued prompt, an overdue reminder): hold that
         # back until the start-up lines are out, so the recent messages are the file's and the
         # display misses nothing.
@@ -460,7 +459,8 @@ async def _chat_session(
             display = TerminalDisplay(
                 sid, editor, style=style_for(out, environ), zone=zone, now_ms=clock.now_ms, setup=setup
             )
-        display.line(f"session: {sid}\nlog: {path}", local_times=False)
+        # The live session's path: in a dsh root a new session's directory follows its cwd.
+        display.line(f"session: {sid}\nlog: {live.session.path}", local_times=False)
         if editor is not None:
             summary = summarize(live.session.header, live.session.events)
             for line in banner_lines(summary, created=not existed, zone=zone, now_ms=clock.now_ms()):

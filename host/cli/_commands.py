@@ -39,7 +39,14 @@ from host.models import (
     resolve_model,
 )
 from host.rpc import DEFAULT_MAX_LINE_BYTES, serve_stdio
-from host.runtime import DEFAULT_MAX_STEPS, DEFAULT_SYSTEM_PROMPT, HostConfig, open_host, resolve_root
+from host.runtime import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_SYSTEM_PROMPT,
+    HostConfig,
+    open_host,
+    resolve_root,
+    root_from_dsh_session_root,
+)
 
 from ._chat import ChatOptions, run_chat
 from ._demo import demo_config, run_demo
@@ -118,10 +125,14 @@ def _add_root(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def store_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The HostConfig fields of ``--layout``/``--compression`` (dsh-roots §3). A root from
-    ``$DSH_SESSION_ROOT`` keeps the flat default for now: the SDK end-to-end tests pin it."""
-    return {"layout": args.layout, "compression": args.compression}
+def store_options(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, Any]:
+    """The HostConfig fields of ``--layout``/``--compression`` (dsh-roots §3), and the default of
+    an empty root: dsh in zstd for a root from ``$DSH_SESSION_ROOT``, else flat."""
+    return {
+        "layout": args.layout,
+        "compression": args.compression,
+        "dsh_default": root_from_dsh_session_root(args.root, environ),
+    }
 
 
 def _add_model_flags(parser: argparse.ArgumentParser) -> None:
@@ -267,7 +278,7 @@ def model_startup(args: argparse.Namespace, environ: Mapping[str, str], root: Pa
         time_context=args.time_context,
         time_zone=args.time_zone,
         time_refresh_ms=args.time_refresh_ms,
-        **store_options(args),
+        **store_options(args, environ),
     )
     check_time_context(config, environ)
     setup = ModelSetup(endpoint, model, settings.path or config_path(environ))
@@ -407,7 +418,7 @@ def _chat(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 def _demo(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """host §7.1: the self-checking tour."""
     root = host_root(args.root, environ)
-    config = replace(demo_config(root), **store_options(args))
+    config = replace(demo_config(root), **store_options(args, environ))
     check_time_context(config, environ)
     check_root(root)
 

@@ -5,6 +5,7 @@ and inbox replay, the tool registry, and the boundary rules every request is che
 from eventlog.vocab import ToolSpec as ToolSpec
 
 from .._root import resolve_root as resolve_root
+from .._root import root_from_dsh_session_root as root_from_dsh_session_root
 from ._agent import Agent as Agent
 from ._agent import SchedulePort as SchedulePort
 from ._boundary import INVALID_TIME_ZONE_MESSAGE as INVALID_TIME_ZONE_MESSAGE

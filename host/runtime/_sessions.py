@@ -10,7 +10,6 @@ would, for restart testing.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,7 +181,7 @@ class SessionRegistry:
             if live is not None:
                 return (already or then)(live)
             assert self._nursery is not None, "use the host inside open_host()"
-            resume = await trio.to_thread.run_sync(os.path.lexists, self._store.path(session_id))
+            resume = await self._store.find(session_id) is not None
             if not resume:
                 if not create:
                     raise HostError("session-not-found", f'session "{session_id}" not found')

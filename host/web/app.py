@@ -254,7 +254,9 @@ class WebApp:
         session_id = request.path_params["session_id"]
         if not is_session_id(session_id):
             return _text(404, _NOT_FOUND)
-        path = self.host.store.path(session_id)
+        path = await self.host.store.find(session_id)  # locating lists a dsh root: not in the event loop
+        if path is None:
+            return _text(404, _NOT_FOUND)
         try:
             data = await trio.to_thread.run_sync(path.read_bytes)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):

@@ -184,3 +184,16 @@ async def test_fork_across_layouts_keeps_the_records_byte_for_byte(
         assert child.path == (tmp_path / "target").joinpath("--home-ana--", "child", child.path.name)
     back = await zstd_store(tmp_path / "dsh").fork(child.path, id="grandchild")
     assert back.seed_length == 7
+
+
+async def test_find_locates_a_log_in_any_project_directory_or_says_none(tmp_path: Path) -> None:
+    root = tmp_path / "dsh"
+    path = await make_z1(root)
+    store = zstd_store(root)
+    assert await store.find("demo-1") == path
+    assert await store.find("other") is None
+    flat = SessionStore(tmp_path / "flat")
+    assert await flat.find("demo-1") is None
+    (tmp_path / "flat").mkdir()
+    (tmp_path / "flat" / "demo-1.jsonl").symlink_to(path)  # a name that is there, if not a log
+    assert await flat.find("demo-1") == tmp_path / "flat" / "demo-1.jsonl"

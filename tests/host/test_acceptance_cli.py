@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from eventlog import SessionStore, dsh_log_path, read_header
 from tests.host.process_support import TURNLOG, UUID4, VERSION, clean_env
 
 HANG_GUARD_S = 60.0  # guards against a hang only; never an assertion about speed
@@ -306,7 +307,11 @@ def test_log_commands_never_lock_and_tail_follows_until_ctrl_c(tmp_path: Path) -
         serve.stdin.flush()
         while b'"status":"idle"' not in serve.stdout.readline():
             pass
-        before = (root / "main.jsonl").read_bytes()
+        # A root from DSH_SESSION_ROOT is the reference's: the dsh layout in zstd (dsh-roots §3).
+        store = SessionStore(root)
+        main = store.path("main")
+        assert main == dsh_log_path(root, read_header(main).cwd, "main", "zstd")
+        before = main.read_bytes()
         inspected = turnlog("inspect", "main", "--json", env=env)
         assert inspected.returncode == 0 and json.loads(inspected.stdout)["id"] == "main"
         tailed = turnlog("tail", "main", "-n", "2", "--json", env=env)
@@ -316,7 +321,8 @@ def test_log_commands_never_lock_and_tail_follows_until_ctrl_c(tmp_path: Path) -
         assert validated.returncode == 0 and json.loads(validated.stdout)[0]["status"] == "ok"
         forked = turnlog("fork", "main", "--id", "child", "--json", env=env)
         assert forked.returncode == 0 and json.loads(forked.stdout)["id"] == "child"
-        assert (root / "child.jsonl").exists() and (root / "main.jsonl").read_bytes() == before
+        assert store.path("child") == main.parents[1] / "child" / "session.jsonl.zstd"
+        assert store.path("child").exists() and main.read_bytes() == before
 
         follower = subprocess.Popen([str(TURNLOG), "tail", "child", "-f", "--json"], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, env=env)

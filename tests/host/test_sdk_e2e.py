@@ -12,7 +12,7 @@ import pytest
 from deepseek_harness import DeepSeekHarness, Notification
 from deepseek_harness.errors import JsonRpcError
 
-from eventlog import read_log
+from eventlog import SessionStore, dsh_log_path, read_header, read_log
 
 PLAIN_TURN = [
     "agent/inbox/spliced",
@@ -44,8 +44,9 @@ def _turnlog_script() -> str:
 
 
 def _complete_log(root: Path, session_id: str) -> list[dict[str, Any]]:
-    """The session file read back: no repair needed, and every turn closed."""
-    snapshot = read_log(root / f"{session_id}.jsonl", expected_id=session_id)
+    """The session file read back, wherever the root's layout puts it: no repair needed, and
+    every turn closed."""
+    snapshot = read_log(SessionStore(root).path(session_id), expected_id=session_id)
     assert snapshot.repair is None
     types = [event.type for event in snapshot.events]
     assert types.count("turn/start") == types.count("turn/end")
@@ -135,4 +136,7 @@ def test_dsh_bin_launch_uses_the_sdk_session_root(tmp_path: Path, monkeypatch: p
         assert result.final_response == "You said: hi"
         assert result.finish_reason == "completed"
     assert [e["type"] for e in _complete_log(root, "main")] == PLAIN_TURN
+    # A root from DSH_SESSION_ROOT is the reference's: the dsh layout in zstd (dsh-roots §3).
+    log = SessionStore(root).path("main")
+    assert log == dsh_log_path(root, read_header(log).cwd, "main", "zstd")
     assert not (tmp_path / "dsh-home").exists()

@@ -16,7 +16,14 @@ import pytest
 import trio
 
 import eventlog.fileio
-from host.runtime import ChildCreated, EventAppended, HostError, resolve_root, sole_exception
+from host.runtime import (
+    ChildCreated,
+    EventAppended,
+    HostError,
+    resolve_root,
+    root_from_dsh_session_root,
+    sole_exception,
+)
 from host.testing import Harness, open_harness
 from tests.host.loop_support import B, of_type, script, texts, types
 
@@ -432,21 +439,24 @@ async def test_history_pages_live_and_cold_sessions(tmp_path, autojump_clock) ->
 
 
 @pytest.mark.parametrize(
-    ("option", "env", "expected"),
+    ("option", "env", "expected", "from_dsh"),
     [
-        ("/r", {"TURNLOG_HOME": "/t", "DSH_SESSION_ROOT": "/d"}, "/r"),
-        ("rel", {}, "/cwd/rel"),
-        (None, {"TURNLOG_HOME": "/t", "DSH_SESSION_ROOT": "/d"}, "/t/sessions"),
-        (None, {"TURNLOG_HOME": "", "DSH_SESSION_ROOT": "/d"}, "/d"),
-        (None, {"DSH_SESSION_ROOT": "dsh"}, "/cwd/dsh"),
-        (None, {"XDG_DATA_HOME": "/x", "DSH_HOME": "/ignored"}, "/x/turnlog/sessions"),
-        (None, {"XDG_DATA_HOME": "relative", "HOME": "/home/ada"}, "/home/ada/.local/share/turnlog/sessions"),
-        (None, {"HOME": "/home/ada", "DSH_CWD": "/ignored"}, "/home/ada/.local/share/turnlog/sessions"),
-        ("", {"HOME": "/home/ada"}, "/home/ada/.local/share/turnlog/sessions"),
+        ("/r", {"TURNLOG_HOME": "/t", "DSH_SESSION_ROOT": "/d"}, "/r", False),
+        ("rel", {}, "/cwd/rel", False),
+        (None, {"TURNLOG_HOME": "/t", "DSH_SESSION_ROOT": "/d"}, "/t/sessions", False),
+        (None, {"TURNLOG_HOME": "", "DSH_SESSION_ROOT": "/d"}, "/d", True),
+        (None, {"DSH_SESSION_ROOT": "dsh"}, "/cwd/dsh", True),
+        ("", {"DSH_SESSION_ROOT": "/d"}, "/d", True),
+        (None, {"XDG_DATA_HOME": "/x", "DSH_HOME": "/ignored"}, "/x/turnlog/sessions", False),
+        (None, {"XDG_DATA_HOME": "relative", "HOME": "/home/ada"}, "/home/ada/.local/share/turnlog/sessions", False),
+        (None, {"HOME": "/home/ada", "DSH_CWD": "/ignored", "DSH_SESSION_ROOT": ""}, "/home/ada/.local/share/turnlog/sessions", False),
+        ("", {"HOME": "/home/ada"}, "/home/ada/.local/share/turnlog/sessions", False),
     ],
 )
-def test_root_resolution(option: str | None, env: dict[str, str], expected: str) -> None:
+def test_root_resolution(option: str | None, env: dict[str, str], expected: str, from_dsh: bool) -> None:
     assert resolve_root(option, env, cwd="/cwd") == Path(expected)
+    # A root from $DSH_SESSION_ROOT defaults to the dsh layout in zstd (dsh-roots §3).
+    assert root_from_dsh_session_root(option, env) is from_dsh
 
 
 class _Interrupting:
