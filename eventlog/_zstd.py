@@ -10,9 +10,10 @@ line; every durable batch is one more frame of LF-terminated records. Everything
   yields what a streaming decoder gives for a torn final frame without completing it.
 - ``encode_frame`` writes one frame as turnlog writes them: level 3, content checksum, no
   dictionary.
-- ``frame_plaintext``, ``header_text`` and ``read_text`` apply the log-level rules: frame 0 is
-  exactly one header line, complete frames end on a record boundary, only the torn final frame
-  is tolerant.
+- ``frame_plaintext``, ``header_text``, ``committed_pieces`` and ``read_text`` apply the
+  log-level rules: frame 0 is exactly one header line, complete frames end on a record boundary,
+  only the torn final frame is tolerant. ``committed_pieces`` is what the readers scan (pieces of
+  about 1 MiB); ``read_text`` gives the whole plaintext with each frame's range in it.
 
 Every refusal is a ``ZstdLogError`` carrying the reason as data (``reason``, ``offset``);
 readers report it as ``corrupt Zstandard session log "<path>": <reason>`` (``message``).
@@ -21,6 +22,7 @@ readers report it as ``corrupt Zstandard session log "<path>": <reason>`` (``mes
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Final
 
 import msgspec
@@ -43,6 +45,7 @@ __all__ = [
     "FrameWriter",
     "ZstdLogError",
     "ZstdText",
+    "committed_pieces",
     "decode_frame",
     "decode_torn",
     "encode_frame",
@@ -250,6 +253,27 @@ def frame_plaintext(data: Buffer, frame: Frame, *, first: bool, base: int = 0) -
     return text
 
 
+def committed_pieces(data: Buffer, frames: tuple[Frame, ...], size: int) -> Iterator[bytes]:
+    """The plaintext of the complete ``frames`` of ``data`` (``scan_frames(data).frames``, frame 0
+    first), each decoded and checked by ``frame_plaintext``, in pieces of whole frames joined up
+    to about ``size`` bytes: a reader scans each piece as the raw readers scan a chunk (the
+    readers pass their chunk size, small enough to stay in the CPU cache while it is scanned), and
+    no whole-file plaintext is built. Each piece is a fresh ``bytes``. Raises ``ZstdLogError``
+    when it reaches a frame that breaks its rule (after yielding the pieces before it)."""
+    view = memoryview(data)  # frames are sliced without copying
+    group: list[bytes] = []
+    length = 0
+    for index, frame in enumerate(frames):
+        text = frame_plaintext(view, frame, first=index == 0)
+        group.append(text)
+        length += len(text)
+        if length >= size:
+            yield group[0] if len(group) == 1 else b"".join(group)
+            group, length = [], 0
+    if group:
+        yield group[0] if len(group) == 1 else b"".join(group)
+
+
 def header_text(data: Buffer) -> bytes:
     """The header line (LF included) of a log whose first bytes are ``data``, read from frame 0
     only. Raises ``ZstdLogError``: ``EMPTY_LOG`` when frame 0 is not complete in ``data``, else
@@ -297,11 +321,12 @@ def read_text(data: Buffer) -> ZstdText:
     scan = scan_frames(data)
     if not scan.frames:
         raise ZstdLogError(EMPTY_LOG, 0)
+    view = memoryview(data)  # frames are sliced without copying
     texts: list[bytes] = []
     frames: list[FrameText] = []
     length = 0
     for index, frame in enumerate(scan.frames):
-        text = frame_plaintext(data, frame, first=index == 0)
+        text = frame_plaintext(view, frame, first=index == 0)
         texts.append(text)
         frames.append(FrameText(frame, length, length + len(text)))
         length += len(text)

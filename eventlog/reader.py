@@ -24,7 +24,15 @@ from typing import Literal, overload
 
 import msgspec
 
-from ._zstd import EMPTY_LOG, ZstdLogError, frame_plaintext, header_text, read_text, scan_frames
+from ._zstd import (
+    EMPTY_LOG,
+    ZstdLogError,
+    committed_pieces,
+    decode_torn,
+    frame_plaintext,
+    header_text,
+    scan_frames,
+)
 from .errors import CorruptLog, SessionNotFound
 from .format import (
     ZSTD_MAGIC,
@@ -315,26 +323,35 @@ def read_zstd(data: bytes, path: Path, *, expected_id: str | None = None) -> Log
     """``read_log`` of a Zstandard log held in ``data`` (dsh-roots §4): the events of its
     complete frames; a torn final frame's complete valid records are ``repair.recovered``,
     and ``repair.truncate_to`` is that frame's start. Raises ``CorruptLog``."""
+    scanner = Scanner(path, expected_id=expected_id)
+    events: list[Event] = []
+    length = 0  # plaintext scanned
     try:
-        text = read_text(data)
+        scan = scan_frames(data)
+        if not scan.frames:
+            raise ZstdLogError(EMPTY_LOG, 0)
+        # Piece by piece, as a raw log is scanned chunk by chunk (cache-friendly, no whole copy).
+        for piece in committed_pieces(data, scan.frames, CHUNK_SIZE):
+            events += _strict(path, _frame_events, piece, scanner)
+            length += len(piece)
     except ZstdLogError as exc:
         raise _zstd_corrupt(path, exc) from None
-    scanner = Scanner(path, expected_id=expected_id)
-    events = _strict(path, _committed_events, text.committed, scanner)
+    _strict(path, _committed_events, b"", scanner)  # the end of the strict scan
+    torn_start = scan.torn_start
+    torn_text = b"" if torn_start is None else decode_torn(data, torn_start)
     recovered: list[Event] = []
     torn: Scanner | None = None
-    if text.torn_start is not None and text.recovered:
+    if torn_text:
         assert scanner.header is not None
-        resume = (scanner.header, len(text.committed), scanner.committed_line, scanner.next_seq)
-        torn = Scanner(path, resume=resume)
-        recovered = _strict(path, _tolerant_events, text.recovered, torn)
+        torn = Scanner(path, resume=(scanner.header, length, scanner.committed_line, scanner.next_seq))
+        recovered = _strict(path, _tolerant_events, torn_text, torn)
     assert scanner.header is not None
     open_turn, closers = plan_closers(events + recovered if recovered else events, path)
     repair = None
-    if text.torn_start is not None or closers:
-        dropped = 0 if text.torn_start is None else text.file_bytes - text.torn_start
+    if torn_start is not None or closers:
+        dropped = 0 if torn_start is None else scan.end - torn_start
         repair = Repair(
-            truncate_to=text.torn_start,
+            truncate_to=torn_start,
             dropped_bytes=dropped,
             dropped_records=0 if torn is None else torn.dropped_records,
             defect=None if torn is None else torn.defect,
@@ -346,11 +363,11 @@ def read_zstd(data: bytes, path: Path, *, expected_id: str | None = None) -> Log
         path=path,
         header=scanner.header,
         events=events,
-        file_bytes=text.file_bytes,
-        committed_bytes=text.file_bytes if text.torn_start is None else text.torn_start,
+        file_bytes=scan.end,
+        committed_bytes=scan.end if torn_start is None else torn_start,
         repair=repair,
         encoding="zstd",
-        frames=len(text.frames),
+        frames=len(scan.frames),
     )
 
 

@@ -22,6 +22,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 # name -> the module run as `python -m <module> [--quick] [--json]` from the project root.
 BENCHES: dict[str, str] = {
     "eventlog": "tests.bench.bench_eventlog",
+    "dsh": "tests.bench.bench_dsh",
     "schedule": "tests.bench.bench_schedule",
     "timecontext": "tests.bench.bench_timecontext",
     "host": "tests.bench.bench_host",

@@ -200,11 +200,12 @@ def naive_fsync_per_event(work: Path, count: int) -> tuple[float, list[float]]:
     return count / (time.perf_counter() - start), latencies
 
 
-async def appenders(work: Path, tasks: int, per_task: int) -> tuple[float, float, list[float]]:
+async def appenders(work: Path, tasks: int, per_task: int, **store_options: Any) -> tuple[float, float, list[float]]:
     """``tasks`` appenders on one session, each flushing after every append: (events/s,
-    events per durable batch, flush latencies)."""
+    events per durable batch, flush latencies). ``store_options`` go to the ``SessionStore``
+    (e.g. ``layout="dsh", compression="zstd"``; ``tests/bench/bench_dsh.py`` compares them)."""
     root = Path(tempfile.mkdtemp(dir=work))
-    store = SessionStore(root)
+    store = SessionStore(root, **store_options)
     data = {"text": "x" * 180}
     batches = 0
     latencies: list[float] = []

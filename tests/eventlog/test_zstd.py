@@ -15,6 +15,7 @@ from eventlog._zstd import (
     Frame,
     FrameScan,
     ZstdLogError,
+    committed_pieces,
     decode_frame,
     decode_torn,
     encode_frame,
@@ -423,3 +424,19 @@ def test_every_bit_flip_of_a_small_log_is_refused_or_visible() -> None:
             damaged[position] ^= flip
             outcomes.add(_check_damage(bytes(damaged), ends, plaintexts, position))
     assert outcomes == {"refused", "same", "torn"}
+
+
+def test_committed_pieces_join_whole_frames_up_to_the_size_and_check_each() -> None:
+    batches = [TS2, SS21, TE2, ONE]
+    data, _ends = _frames(batches)
+    frames = scan_frames(data).frames
+    assert len(H) < len(SS21) + len(TE2) < len(H) + len(TS2)
+    pieces = list(committed_pieces(data, frames, len(SS21) + len(TE2)))
+    assert pieces == [H + TS2, SS21 + TE2, ONE]  # each piece reaches the size, the last is the rest
+    assert list(committed_pieces(data, frames, 1 << 20)) == [H + TS2 + SS21 + TE2 + ONE]
+    damaged = bytearray(data)
+    damaged[frames[3].end - 1] ^= 0xFF  # the third batch's checksum
+    pieces = committed_pieces(bytes(damaged), frames, 1)
+    assert [next(pieces) for _ in range(3)] == [H, TS2, SS21]  # the frames before the damaged one
+    with pytest.raises(ZstdLogError, match=f"^frame at byte {frames[3].start} failed validation$"):
+        next(pieces)
