@@ -4,8 +4,9 @@
 ``LogFile`` does the blocking file work of a ``Session``: writing a batch at ``good_size`` (the
 size of the durable prefix) and syncing it, cutting the file back after a failure, publishing a
 new session's file through a locked temp name and a hard link, and committing open's repair.
-Every effect goes through ``eventlog.fileio``. The session's writer calls it from a worker
-thread (the store does during open), never from two threads at once; it holds no trio state.
+Every effect goes through ``eventlog.fileio``. The session's writer thread calls it (the store,
+through ``trio.to_thread``, during open, before that thread exists), never two threads at once;
+it holds no trio state.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .format import Event, temp_name_pattern, temp_path
 class FileFailure(Exception):
     """A failed file operation, before the session makes it a ``PersistenceError``."""
 
-    def __init__(self, detail: str, cause: OSError | None, *, permanent: bool = False) -> None:
+    def __init__(self, detail: str, cause: BaseException | None, *, permanent: bool = False) -> None:
         super().__init__(detail)
         self.detail = detail
         self.cause = cause

@@ -14,7 +14,8 @@ or, with the helper below, fail the next calls of one operation with one errno::
             await session.flush()
     assert fault.failures == 1
 
-The functions are blocking; callers run them in ``trio.to_thread.run_sync``. They raise
+The functions are blocking; callers run them off the event loop (a session's writer thread, or
+``trio.to_thread.run_sync``). They raise
 ``OSError`` unchanged; mapping errors to ``PersistenceError`` and friends is the caller's job.
 """
 

@@ -14,29 +14,34 @@ Guarantees (see also the package README):
   order, so a retry writes the same bytes and never duplicates or reorders events.
 - ``on_flushed`` is called once per durable batch with a strictly increasing ``through_seq``.
 
-All blocking file work (``_logfile.LogFile``: the write, sync and rollback of a batch, the first
-publish, open's repair) runs in ``trio.to_thread.run_sync`` inside the writer task, which runs
-in a shielded cancel scope and is stopped only by ``aclose()``; so a cancelled waiter never
-interrupts a write, and a cancelled host still persists what it appended.
+All blocking file work of a live session (``_logfile.LogFile``: the write, sync and rollback
+of a batch, the first publish) runs on the session's own writer thread (``_WriterThread``),
+started at its first batch and ended by ``aclose()``: the trio side hands it one batch at a time
+and the thread hands the outcome back through the run's ``TrioToken``, so a flush costs one
+wake-up each way and no worker-pool hop. The write cannot be cancelled: a cancelled waiter
+never interrupts a write, and a cancelled host still persists what it appended (``aclose``
+flushes shielded). Open's repair runs before the thread exists, in ``trio.to_thread``.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import queue
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
 import trio
 
-from ._logfile import LogFile
+from ._logfile import FileFailure, LogFile
 from .errors import EventLogError, InvalidEvent, PersistenceError, SessionClosed
 from .format import Event, SessionHeader, SurfaceOp, build_event
 from .reader import Repair
 from .values import Clock
 
-__all__ = ["Session"]
+__all__ = ["Session", "writes_in_flight"]
 
 logger = logging.getLogger("eventlog")
 
@@ -86,6 +91,76 @@ def _copy(err: PersistenceError) -> PersistenceError:
     return fresh
 
 
+# Batches of this trio run's sessions in flight on their writer threads (per run, not global).
+_IN_FLIGHT = trio.lowlevel.RunVar[int]("eventlog writes in flight", default=0)
+
+
+def writes_in_flight() -> int:
+    """How many batches of the current trio run's sessions are being written on their writer
+    threads now. A task waiting for one is not runnable, so an autojumping ``MockClock`` would
+    let virtual time pass during the write; ``host.testing`` holds the clock while this is
+    non-zero (as it does while trio's default thread limiter has tokens out)."""
+    return _IN_FLIGHT.get()
+
+
+# What the writer thread hands back for a batch: the first seq not durable afterwards and the
+# failure that stopped it, if any.
+_Outcome = tuple[int, FileFailure | None]
+
+
+class _WriterThread:
+    """The thread that does a session's blocking file work, one batch at a time.
+
+    It is one long ``trio.to_thread.run_sync`` call with a limiter of its own, hosted by a task
+    in the writer task's nursery and started by the first ``submit``: a thread trio made, so
+    ``trio.from_thread`` works in it (fault-injection tests use that), and no pool slot is held
+    on behalf of other sessions. ``submit`` (trio thread) queues a batch; the thread runs
+    ``LogFile.persist`` on it and calls ``done(outcome)`` on the trio thread through the run's
+    token (in trio's entry-queue task, so ``done`` must not raise). The session never submits
+    a batch while another is in flight, so the ``LogFile`` is only ever touched by this thread.
+    An exception that is not a ``FileFailure`` (a bug, or a test's stand-in for a ``fileio``
+    call raising something other than ``OSError``) is logged and fails that batch like a
+    failed write, instead of ending the thread and leaving its flushers waiting. ``stop``
+    lets the thread end after the batch in flight; the nursery then waits for it.
+    """
+
+    def __init__(self, file: LogFile, nursery: trio.Nursery) -> None:
+        self._file = file
+        self._nursery = nursery
+        self._jobs: queue.SimpleQueue[tuple[int, list[Event], Callable[[_Outcome], None]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._started = False
+        self.stopped = False
+
+    def submit(self, start: int, batch: list[Event], done: Callable[[_Outcome], None]) -> None:
+        if not self._started:
+            self._started = True
+            self._nursery.start_soon(self._host, trio.lowlevel.current_trio_token())
+        self._jobs.put((start, batch, done))
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self._started:
+            self._jobs.put(None)
+
+    async def _host(self, token: trio.lowlevel.TrioToken) -> None:
+        await trio.to_thread.run_sync(
+            self._run, token, thread_name=f"eventlog writer {self._file.id}", limiter=trio.CapacityLimiter(1)
+        )
+
+    def _run(self, token: trio.lowlevel.TrioToken) -> None:
+        while (job := self._jobs.get()) is not None:
+            start, batch, done = job
+            outcome: _Outcome
+            try:
+                outcome = self._file.persist(start, batch)
+            except Exception as exc:
+                logger.exception('writer of session "%s" failed unexpectedly', self._file.id)
+                outcome = start, FileFailure(f"write failed: {exc!r}", exc)
+            token.run_sync_soon(done, outcome)
+
+
 class Session:
     """A session open for writing: its events in memory, appends, and the durability barrier.
 
@@ -122,17 +197,21 @@ class Session:
         self._durable_through = len(events) - 1
         self._unbatched_from = len(events)  # first seq neither durable nor in flight
         self._on_release = on_release
-        # the file, touched only by the writer (and open's repair) in worker threads
+        # the file, touched only by the writer thread (and, before it starts, open's repair)
         self._file = LogFile(
             id=header.id, path=path, header_line=header.to_json() + b"\n", fd=fd, good_size=good_size, zstd=zstd
         )
+        self._writer: _WriterThread | None = None  # made by the writer task
         # writer coordination
         self._deadline = math.inf  # end of the current batching window (trio time)
         self._paused = False  # background writes pause after a failure
         self._warned = False  # a background failure has been logged since the last success
         self._next = _Attempt()  # the batch that starts next
         self._in_flight: _Attempt | None = None
+        self._released_together = 0  # flushers the last completed batch released
+        self._regroup = False  # the writer task waits one scheduling round before cutting a batch
         self._wake = trio.Event()
+        self._timer: trio.CancelScope | None = None  # the writer task's sleep, while it sleeps
         self._writer_started = False
         self._writer_done = trio.Event()
         self._stopping = False
@@ -205,7 +284,7 @@ class Session:
                 # The pending buffer just became non-empty (or retries resume): a new window.
                 self._paused = False
                 self._deadline = trio.current_time() + self._delay
-                self._wake.set()
+                self._arm()
             for observer in tuple(self._event_observers):
                 try:
                     observer(self, event)
@@ -240,8 +319,13 @@ class Session:
 
         Returns at once, without I/O, if those events are already durable. Otherwise waits for
         the write in flight, then for a batch started after the call; at most one new attempt
-        is made per call, and its failure raises ``PersistenceError``. Cancelling cancels only
-        the wait. Raises ``SessionClosed`` after ``aclose``.
+        is made per call, and its failure raises ``PersistenceError``. Raises ``SessionClosed``
+        after ``aclose``.
+
+        Cancelling cancels only the wait: the batch this call asked for is still written and
+        synced by the writer thread (and ``on_flushed`` still reports it), so a cancelled flush
+        guarantees nothing about durability, and costs no event: whatever it covered becomes
+        durable with that batch or, if it fails, stays pending for the next one.
         """
         if self._closed:
             raise SessionClosed(self.id)
@@ -266,7 +350,16 @@ class Session:
         following = self._next
         following.wanted = True
         self._paused = False
-        self._wake.set()
+        if self._in_flight is None:
+            if self._released_together <= 1:
+                self._start_due()  # a lone flusher: no scheduling round before the write
+                self._arm()  # no window's timer stays armed while the write is in flight
+            else:
+                # Other flushers released by the last batch may be about to append: the writer
+                # task starts this batch after every task running now, so that they join it
+                # (group commit).
+                self._wake.set()
+        # With a write in flight, its completion starts the batch.
         await following.done.wait()
         # A batch can fail after making part of itself durable (a publish completed before
         # the write of later events failed): this call's events may be among that part.
@@ -314,85 +407,134 @@ class Session:
     # ----------------------------------------------------------------------------- writer
 
     async def _run_writer(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The writer task; started by the store in the session's nursery, stopped by aclose."""
+        """The writer task; started by the store in the session's nursery, stopped by aclose.
+        It starts the batches that no completion starts (a flush with nothing in flight, an
+        expired window), hosts the writer thread, and returns once stopping with no batch in
+        flight and the thread ended."""
         with trio.CancelScope(shield=True):
             self._writer_started = True
-            task_status.started()
             try:
-                await self._writer_loop()
+                async with trio.open_nursery() as nursery:
+                    self._writer = _WriterThread(self._file, nursery)
+                    task_status.started()
+                    try:
+                        await self._writer_loop()
+                    finally:
+                        self._writer.stop()
             finally:
                 self._writer_done.set()
                 self._next.done.set()  # release anyone still waiting: flush sees it as closed
 
     async def _writer_loop(self) -> None:
         while True:
-            following = self._next
-            pending = self._unbatched_from < len(self._events)
-            if self._failure is not None:
-                if following.wanted:
-                    self._next = _Attempt()
-                    following.error = self._failure
-                    following.done.set()
-                    continue
-            elif pending and (following.wanted or self._window_expired()):
-                await self._write_attempt()
-                continue
-            elif following.wanted:
-                # Nothing left to write (a previous batch already covered it).
-                self._next = _Attempt()
-                following.done.set()
-                continue
-            if self._stopping:
+            if self._regroup:
+                self._regroup = False
+                # One scheduling round: every flusher the last batch released (all runnable
+                # now) appends and flushes before the next batch is cut.
+                await trio.lowlevel.checkpoint()
+            self._start_due()
+            if self._in_flight is None and self._stopping:
                 return
-            background = pending and self._failure is None and self._delay > 0 and not self._paused
             self._wake = trio.Event()
-            if background:
-                with trio.move_on_at(self._deadline):
-                    await self._wake.wait()
-            else:  # no cancel scope to build: this is on the path of every flush
+            with trio.CancelScope(deadline=self._window_end()) as self._timer:
                 await self._wake.wait()
+            self._timer = None
+
+    def _window_end(self) -> float:
+        """When the writer task must start a background batch: the end of the window of what
+        is pending, if nothing is in flight and background writes are on; else never."""
+        if (
+            self._in_flight is None
+            and self._unbatched_from < len(self._events)
+            and self._failure is None
+            and self._delay > 0
+            and not self._paused
+        ):
+            return self._deadline
+        return math.inf
+
+    def _arm(self) -> None:
+        """Set the sleeping writer task's timer to what the state now asks (``_window_end``),
+        without waking it: an append that opens a window, or a batch started or completed
+        outside the writer task, costs no task switch. A running writer task reads the state
+        itself before it sleeps."""
+        if self._timer is not None:
+            self._timer.deadline = self._window_end()
 
     def _window_expired(self) -> bool:
         return self._delay > 0 and not self._paused and trio.current_time() >= self._deadline
 
-    async def _write_attempt(self) -> None:
-        attempt = self._next
-        self._next = _Attempt()
-        self._in_flight = attempt
-        start, end = self._unbatched_from, len(self._events)
-        batch = self._events[start:end]
-        self._unbatched_from = end
-        try:
-            durable_end, failure = await trio.to_thread.run_sync(self._file.persist, start, batch)
-            if durable_end - 1 > self._durable_through:
-                self._durable_through = durable_end - 1
-                self._warned = False
-                for observer in tuple(self._flushed_observers):
-                    try:
-                        observer(self, self._durable_through)
-                    except Exception:
-                        logger.exception('on_flushed observer of session "%s" failed', self.id)
-            if failure is not None:
-                self._unbatched_from = durable_end  # the batch stays pending, ahead of newer events
-                # Automatic retries pause until a new event arrives; one appended during this
-                # write already has its window running.
-                self._paused = len(self._events) == end
-                err = attempt.error = failure.error(self.id)
-                if failure.permanent:
-                    self._failure = err
-                if not attempt.wanted and not self._warned:
-                    self._warned = True
-                    logger.warning(
-                        'background write for session "%s" failed (buffered events retained): %s',
-                        self.id,
-                        failure.detail,
-                    )
-        finally:
-            self._in_flight = None
-            attempt.done.set()
+    def _start_due(self) -> None:
+        """With no batch in flight: start the next one if a flusher wants it or its window has
+        expired, or settle a wanted one that has nothing to write (already covered, or the
+        session failed permanently)."""
+        if self._in_flight is not None or self._writer is None or self._writer.stopped:
+            return  # (a wanted batch left when the writer stopped is released as closed)
+        following = self._next
+        if self._failure is not None:
+            if following.wanted:
+                self._next = _Attempt()
+                following.error = self._failure
+                following.done.set()
+        elif self._unbatched_from < len(self._events) and (following.wanted or self._window_expired()):
+            self._next = _Attempt()
+            self._in_flight = following
+            start, end = self._unbatched_from, len(self._events)
+            self._unbatched_from = end
+            _IN_FLIGHT.set(_IN_FLIGHT.get() + 1)
+            self._writer.submit(start, self._events[start:end], functools.partial(self._completed, following, end))
+        elif following.wanted:
+            self._next = _Attempt()
+            following.done.set()
+
+    def _completed(self, attempt: _Attempt, end: int, outcome: _Outcome) -> None:
+        """The writer thread's outcome for the batch in flight (ending before ``end``), on the
+        trio thread (trio's entry-queue task: nothing here may raise): advance
+        ``durable_through`` and notify, or keep the batch pending and record the failure;
+        release the batch's flushers; start the next batch at once if it is due."""
+        durable_end, failure = outcome
+        _IN_FLIGHT.set(_IN_FLIGHT.get() - 1)
+        if durable_end - 1 > self._durable_through:
+            self._durable_through = durable_end - 1
+            self._warned = False
+            for observer in tuple(self._flushed_observers):
+                try:
+                    observer(self, self._durable_through)
+                except Exception:
+                    logger.exception('on_flushed observer of session "%s" failed', self.id)
+        if failure is not None:
+            self._unbatched_from = durable_end  # the batch stays pending, ahead of newer events
+            # Automatic retries pause until a new event arrives; one appended during this
+            # write already has its window running.
+            self._paused = len(self._events) == end
+            err = attempt.error = failure.error(self.id)
+            if failure.permanent:
+                self._failure = err
+            if not attempt.wanted and not self._warned:
+                self._warned = True
+                logger.warning(
+                    'background write for session "%s" failed (buffered events retained): %s',
+                    self.id,
+                    failure.detail,
+                )
+        self._in_flight = None
+        self._released_together = attempt.done.statistics().tasks_waiting
+        attempt.done.set()
+        if self._released_together > 1:
+            # The flushers just released may append again at once: the writer task starts the
+            # next batch once they have run, so that they join it (group commit).
+            self._regroup = True
+            self._wake.set()
+        else:
+            self._start_due()
+            if self._in_flight is None and self._stopping:
+                self._wake.set()  # the writer task finishes closing
+            else:
+                self._arm()  # the window of what is still pending, if any
 
     def _recover(self, truncate: bool, closers: Sequence[Event]) -> None:
-        """Commit open's repair (log-format §7.4) under the lock, in a worker thread: cut the
+        """Commit open's repair (log-format §7.4) under the lock, in a worker thread (before the
+        writer thread exists): cut the
         tail, sync, write the closers as one synced batch; then hold the closers as durable
         events. Raises ``PersistenceError``."""
         self._file.repair(truncate, closers)

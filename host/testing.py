@@ -48,6 +48,7 @@ from eventlog import Event, LogSnapshot, SessionStore, read_log
 from eventlog._zstd import encode_frame, read_text  # crash cuts in a Zstandard log (dsh-roots §4)
 from eventlog.format import ZSTD_MAGIC
 from eventlog.scan import Scanner
+from eventlog.session import writes_in_flight
 from host.models import ScriptedAdapter
 from host.runtime import (
     Adapters,
@@ -329,19 +330,24 @@ class Harness:
 
 
 async def _hold_time_during_io() -> None:
-    """Keep ``MockClock(autojump_threshold=0)`` from jumping while a worker thread is in flight.
+    """Keep ``MockClock(autojump_threshold=0)`` from jumping while file work is in flight.
 
     The mock clock jumps to the next deadline as soon as no task is runnable, and a task waiting
-    for ``trio.to_thread`` (every file write and fsync) is not runnable: a reminder could fall due
-    "during" an fsync. This task waits until every other task is blocked (such waiters go before
-    an autojump); if a worker thread is then in flight it stays runnable until the thread is done,
-    so no virtual time passes; otherwise it sleeps until the next deadline and lets the jump happen.
+    for a thread (a session's batch on its eventlog writer thread, other file work in
+    ``trio.to_thread``) is not runnable: a reminder could fall due "during" an fsync. This task
+    waits until every other task is blocked (such waiters go before an autojump); if a thread is
+    then busy it stays runnable until the thread is done, so no virtual time passes; otherwise it
+    sleeps until the next deadline and lets the jump happen.
     """
     limiter = trio.to_thread.current_default_thread_limiter()
+
+    def busy() -> bool:
+        return limiter.borrowed_tokens > 0 or writes_in_flight() > 0
+
     while True:
         await trio.testing.wait_all_tasks_blocked()
-        if limiter.borrowed_tokens:
-            while limiter.borrowed_tokens:
+        if busy():
+            while busy():
                 await trio.lowlevel.checkpoint()
             continue
         wait = trio.lowlevel.current_statistics().seconds_to_next_deadline
