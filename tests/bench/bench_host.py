@@ -7,8 +7,11 @@ baseline measured in the same run:
 1. A durable scripted turn (issue 15 item 3): one session on the scripted model, real clock and
    real files, every turn durable before ``idle``; directly through ``Host`` and through the
    JSON-RPC server in process. The ceiling is a bare eventlog turn: a session appending the same
-   8 events a turn writes, then one ``flush()``. The three run in alternating blocks so they
-   share the load of a shared machine; each figure is the median per-turn time.
+   8 events a turn writes, then one ``flush()``; a third row sets the host turn beside a bare turn
+   that also flushes where host §3.3 step 5 does (the checkpoint after the ``user/message``,
+   before the model request), since every host turn is durable at two points. All run in
+   alternating blocks so they share the load of a shared machine; each figure is the median
+   per-turn time.
 2. Reminder fire lateness through the host (full run only): 1,000 live sessions with 10 armed
    reminders each (10,000 armed); one per session falls due inside a 20 s window, the rest lie
    days ahead. Lateness is the wall time at the ``dispatch`` append minus the reminder's target,
@@ -68,13 +71,16 @@ async def turn(host: Host, session_id: str, text: str) -> None:
     await live.agent.when_idle()
 
 
-async def bare_turn(session: Session, t: int) -> None:
-    """The events a scripted turn writes, appended to a bare session, then one flush."""
+async def bare_turn(session: Session, t: int, *, checkpoint: bool = False) -> None:
+    """The events a scripted turn writes, appended to a bare session, then one flush; with
+    ``checkpoint`` also the flush that host §3.3 step 5 makes before the model request."""
     session.append("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [MESSAGE]})
     session.append("turn/start", {"turn": t})
     session.append("agent/inbox/spliced", {"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []})
     session.append("step/start", {"turn": t, "step": 1})
     session.append("user/message", MESSAGE, surface_op="append")
+    if checkpoint:
+        await session.flush()
     session.append("assistant/message", {"turn": t, "step": 1, "message": MESSAGE}, surface_op="append")
     session.append("step/end", {"turn": t, "step": 1})
     session.append("turn/end", {"turn": t, "reason": {"kind": "completed"}})
@@ -115,21 +121,27 @@ class RpcClient:
 async def _turn_times(blocks: int, per_block: int) -> dict[str, list[float]]:
     """Per-turn wall times of the bare eventlog turn, the host turn and the JSON-RPC turn, run
     in alternating blocks of ``per_block`` turns."""
-    times: dict[str, list[float]] = {"bare": [], "host": [], "rpc": []}
+    times: dict[str, list[float]] = {"bare": [], "checkpointed": [], "host": [], "rpc": []}
     with tempfile.TemporaryDirectory(prefix="bench-host-") as work:
-        config = HostConfig(root=Path(work) / "host", time_context=False)
+
+        def config(name: str) -> HostConfig:
+            return HostConfig(root=Path(work) / name, time_context=False)
+
+        # Two hosts, so that the direct turns do not also feed the JSON-RPC connection.
         async with (
             SessionStore(Path(work) / "bare").create(id="bare") as session,
-            open_host(config, adapters={"scripted": ScriptedAdapter()}) as host,
+            open_host(config("host"), adapters={"scripted": ScriptedAdapter()}) as host,
+            open_host(config("rpc"), adapters={"scripted": ScriptedAdapter()}) as rpc_host,
             trio.open_nursery() as nursery,
         ):
-            client = RpcClient(host)
+            client = RpcClient(rpc_host)
             nursery.start_soon(client.serve)
             await bare_turn(session, 0)  # publish and warm each path first
             await turn(host, "main", "warm")
             await client.prompt(-1)
             runs: dict[str, Callable[[int], Awaitable[None]]] = {
                 "bare": functools.partial(bare_turn, session),
+                "checkpointed": functools.partial(bare_turn, session, checkpoint=True),
                 "host": lambda n: turn(host, "main", f"hello {n}"),
                 "rpc": client.prompt,
             }
@@ -147,12 +159,18 @@ async def _turn_times(blocks: int, per_block: int) -> dict[str, list[float]]:
 
 def turn_rows(quick: bool) -> list[Row]:
     times = trio.run(_turn_times, 5 if quick else 20, 20)
-    bare, host, rpc = (statistics.median(times[name]) * 1e3 for name in ("bare", "host", "rpc"))
+    bare, checkpointed, host, rpc = (
+        statistics.median(times[name]) * 1e3 for name in ("bare", "checkpointed", "host", "rpc")
+    )
     return [
         row("durable scripted turn, Host (vs bare 8 events + flush)",
             host, bare, "ms", "ratio <= 1.5", host <= 1.5 * bare),
         row("durable scripted turn, JSON-RPC (vs bare 8 events + flush)",
             rpc, bare, "ms", "ratio <= 2", rpc <= 2 * bare),
+        # A host turn flushes twice: host §3.3 step 5's checkpoint before the model request, and
+        # before idle. This row sets it beside a bare turn that flushes at the same two points.
+        row("durable scripted turn, Host (vs bare 8 events + the same 2 flushes)",
+            host, checkpointed, "ms", "ratio <= 1.5", host <= 1.5 * checkpointed),
     ]
 
 
