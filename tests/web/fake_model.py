@@ -31,6 +31,9 @@ Replies (the script is a queue: each request takes the next entry):
 - ``reply.held(gate, after=n)``: the same reply, waiting at ``gate`` after its first ``n`` deltas
   (``n=0``: before the response starts, so the host waits for its first byte). A gate may appear
   more than once, and a reply may carry several gates.
+- ``reply.cut(after=n)``: the connection closes after ``n`` deltas, short of the body length it
+  announced: a transport failure the host retries (an ``llm/retry``), so the next script entry
+  answers the retry.
 
 Holding::
 
@@ -117,7 +120,12 @@ class _Pause:
     seconds: float
 
 
-_Part = dict[str, Any] | Gate | _Pause  # a delta, a hold, or a pause between deltas
+@dataclass(frozen=True)
+class _Cut:
+    """The connection closes here, before the body it announced has all been sent."""
+
+
+_Part = dict[str, Any] | Gate | _Pause | _Cut  # a delta, a hold, a pause, or the end of the line
 
 
 @dataclass(frozen=True)
@@ -133,13 +141,21 @@ class Reply:
 
     def held(self, gate: Gate, *, after: int = 0) -> Reply:
         """This reply, waiting at ``gate`` after its first ``after`` deltas."""
+        return self._insert(gate, after)
+
+    def cut(self, *, after: int) -> Reply:
+        """This reply with its connection closed after its first ``after`` deltas: the host sees a
+        transport failure mid-stream (``TRANSPORT``, retried) and never the rest."""
+        return self._insert(_Cut(), after)
+
+    def _insert(self, part: _Part, after: int) -> Reply:
         seen, position = 0, 0
         while seen < after:
             if position >= len(self.parts):
                 raise FakeModelError(f"the reply has fewer than {after} deltas")
             seen += isinstance(self.parts[position], dict)
             position += 1
-        return replace(self, parts=(*self.parts[:position], gate, *self.parts[position:]))
+        return replace(self, parts=(*self.parts[:position], part, *self.parts[position:]))
 
 
 def text(*pieces: str, delay: float = 0.0) -> Reply:
@@ -334,6 +350,10 @@ class FakeModel:
                 handler.send_response(200)
                 handler.send_header("content-type", "text/event-stream")
                 handler.send_header("cache-control", "no-cache")
+                if any(isinstance(p, _Cut) for p in reply.parts):
+                    # A length the body never reaches, so closing early is an error and not the
+                    # end of a stream without [DONE] (which the host does not retry).
+                    handler.send_header("content-length", str(1 << 30))
                 handler.end_headers()
                 started = True
             handler.wfile.write(_sse(payload))
@@ -346,6 +366,9 @@ class FakeModel:
                     return
             elif isinstance(part, _Pause):
                 time.sleep(part.seconds)
+            elif isinstance(part, _Cut):
+                request.closed.set()
+                return  # the handler closes the connection: an end of input inside the body
             else:
                 delta = part if deltas else {"role": "assistant", **part}
                 deltas += 1

@@ -145,3 +145,12 @@ async def test_a_request_beyond_the_script_is_answered_and_reported(model: FakeM
     assert isinstance(failed, Failed) and failed.failure.code == "INVALID_REQUEST"
     assert "no reply scripted for request 0" in failed.failure.message
     assert model.problems == ["request 0 arrived with nothing left in the script"]
+
+
+async def test_a_cut_reply_is_a_transport_failure_after_its_first_deltas(model: FakeModel) -> None:
+    model.script(text("partial", " never").cut(after=1))
+    chunks: list[Chunk] = []
+    failed = await attempt(model, model_request(), chunks)
+    assert isinstance(failed, Failed) and failed.failure.code == "TRANSPORT", failed
+    assert [c.text for c in chunks if isinstance(c, TextDelta)] == ["partial"]
+    assert model.requests[0].closed.is_set() and model.problems == []
