@@ -7,8 +7,11 @@ baseline measured in the same run on the same disk (issue 15 item 2):
 - single-appender ``append`` + ``flush()`` p50 vs a bare ``os.write`` + ``os.fdatasync`` p50 of
   the same ~250-byte record on another file, taken alternately;
 - durable events/s with 64 concurrent appenders on one session, each awaiting ``flush()`` after
-  every append, vs the bare per-event baseline (write + fdatasync per event);
-- group commit with 32 such tasks: p99 flush latency vs one bare fdatasync p50.
+  every append, vs the bare per-event baseline (write + fdatasync per event), in rounds that
+  alternate the two;
+- group commit with 32 such tasks: p99 flush latency vs one bare fdatasync p50, and (context,
+  no target) vs the bare fdatasync's own p99 in the same rounds: on a shared disk the sync's
+  tail, not the writer, decides the p99.
 
 Figures not yet in the row format go to stderr: the cold ``read_log`` MB/s over a generated log
 (~200k events, 20k with ``--quick``) vs the stdlib baseline (read lines, ``json.loads`` each)
@@ -272,6 +275,7 @@ async def interleaved_appenders(root: Path, tasks: int, per_task: int, rounds: i
         "per_batch": total / max(batches(), 1),
         "latencies": latencies,
         "sync_p50": statistics.median(syncs),
+        "sync_p99": percentile(syncs, 0.99),
     }
 
 
@@ -315,6 +319,9 @@ def durability_rows(work: Path, quick: bool) -> list[Row]:
             many["rate"], many["bare_rate"], "/s", "ratio >= 15", many["rate"] >= 15 * many["bare_rate"]),
         row(f"32 tasks: p99 flush, {group['per_batch']:.1f}/sync (vs fdatasync p50)",
             p99 * 1e3, group["sync_p50"] * 1e3, "ms", "ratio <= 3", p99 <= 3 * group["sync_p50"]),
+        # Why that row misses on a shared disk: the bare fdatasync's own tail, in the same rounds.
+        row("32 tasks: p99 flush (vs bare fdatasync p99; context)",
+            p99 * 1e3, group["sync_p99"] * 1e3, "ms", "none", True),
     ]
 
 
