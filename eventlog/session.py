@@ -459,7 +459,9 @@ class Session:
         outside the writer task, costs no task switch. A running writer task reads the state
         itself before it sleeps."""
         if self._timer is not None:
-            self._timer.deadline = self._window_end()
+            end = self._window_end()
+            if end != self._timer.deadline:  # a deadline change costs a few µs in trio
+                self._timer.deadline = end
 
     def _window_expired(self) -> bool:
         return self._delay > 0 and not self._paused and trio.current_time() >= self._deadline
