@@ -13,6 +13,8 @@ from deepseek_harness import DeepSeekHarness, Notification
 from deepseek_harness.errors import JsonRpcError
 
 from eventlog import SessionStore, dsh_log_path, read_header, read_log
+from tests.eventlog.zstd_support import cli_decompress, reference_root, zstd_program
+from tests.fixture_paths import DSH_FIXTURES
 
 PLAIN_TURN = [
     "agent/inbox/spliced",
@@ -140,3 +142,33 @@ def test_dsh_bin_launch_uses_the_sdk_session_root(tmp_path: Path, monkeypatch: p
     log = SessionStore(root).path("main")
     assert log == dsh_log_path(root, read_header(log).cwd, "main", "zstd")
     assert not (tmp_path / "dsh-home").exists()
+
+
+def test_the_sdk_resumes_a_reference_session_from_its_zstd_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dsh-roots §1, one root, two programs: a root laid out as the reference writes it (the real
+    fork-parent log, one Zstandard frame per batch), given to the SDK as ``DSH_SESSION_ROOT``;
+    ``turnlog serve`` resumes the session, a turn completes, and the root still reads strict and
+    decompresses with ``zstd -dc`` to the reference's records followed by the new ones."""
+    monkeypatch.delenv("TURNLOG_HOME", raising=False)
+    raw = DSH_FIXTURES / "fork-parent.jsonl"
+    root = tmp_path / "dsh-root"
+    (path,) = reference_root(root, [raw], "zstd")
+    before = read_log(path)
+    harness = DeepSeekHarness(
+        provider="scripted",
+        model="scripted",
+        cwd=str(tmp_path),
+        dsh_bin=_turnlog_script(),
+        dsh_home=str(tmp_path / "dsh-home"),
+        env={"DSH_SESSION_ROOT": str(root)},
+    )
+    with harness:
+        result = harness.resume_session(before.header.id).run("hi")
+        assert result.final_response == "You said: hi"
+        assert result.finish_reason == "completed"
+    after = _complete_log(root, before.header.id)
+    assert SessionStore(root).path(before.header.id) == path
+    new = after[len(before.events) :]
+    assert [e["type"] for e in new if e["type"].startswith("turn/")] == ["turn/start", "turn/end"]
+    appended = b"".join(event.to_json() + b"\n" for event in read_log(path).events[len(before.events) :])
+    assert cli_decompress(zstd_program(), path.read_bytes()) == raw.read_bytes() + appended
