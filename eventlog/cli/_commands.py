@@ -64,6 +64,7 @@ class Env:
     err: IO[str]
     prog: str = "turnlog"
     zone: tzinfo | None = None  # human output's times (None: UTC, as log-format §10 writes them)
+    dsh_default: bool = False  # the root came from $DSH_SESSION_ROOT: empty, it gets dsh/zstd
 
     def store(self) -> SessionStore:
         return SessionStore(self.root)

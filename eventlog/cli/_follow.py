@@ -155,7 +155,9 @@ async def cmd_fork(args: argparse.Namespace, env: Env) -> int:
             raise UsageError(f"--id: {exc}") from None
     source: str | Path = id if id is not None else path
     try:
-        store = SessionStore(env.root, layout=args.layout, compression=args.compression)
+        store = SessionStore(
+            env.root, layout=args.layout, compression=args.compression, dsh_default=env.dsh_default
+        )
         _ = store.layout  # detect the target root now: a mixed or contradicted root fails here
     except (SessionRootError, ValueError) as exc:
         raise CommandFailed(str(exc)) from None

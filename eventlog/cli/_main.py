@@ -25,6 +25,7 @@ def main(
     root: str | os.PathLike[str] | None = None,
     prog: str = "turnlog",
     zone: tzinfo | None = None,
+    dsh_default: bool = False,
 ) -> int:
     """Run one log command and return its exit status (log-format §10).
 
@@ -32,7 +33,9 @@ def main(
     packages' rules for ``validate``. ``root`` is the session root to use when no ``--root`` is
     given (default ``eventlog.default_root()``). ``prog`` names the program in usage texts.
     ``zone`` is the zone human output shows times in (default: UTC, as log-format §10 writes
-    them); ``--utc`` overrides it. ``--json`` output is the same in every zone.
+    them); ``--utc`` overrides it. ``--json`` output is the same in every zone. ``dsh_default``
+    says that ``root`` came from ``$DSH_SESSION_ROOT``: a ``fork`` into it while it is empty
+    writes the dsh layout in Zstandard (dsh-roots §3); a ``--root`` given here drops it.
 
     Exit status 0 on success; 1 on a failure, described by one line ``turnlog: <message>`` on
     stderr; 2 on a usage error (also one line); 130 when interrupted (Ctrl-C), except that
@@ -63,7 +66,15 @@ def main(
         # does (backslashreplace), instead of failing under a strict UTF-8 locale.
         reconfigure(errors="surrogateescape")
     shown_in = None if getattr(args, "utc", False) else zone
-    env = Env(root=chosen, checks=tuple(checks), out=out, err=err, prog=prog, zone=shown_in)
+    env = Env(
+        root=chosen,
+        checks=tuple(checks),
+        out=out,
+        err=err,
+        prog=prog,
+        zone=shown_in,
+        dsh_default=dsh_default and args.root is None,
+    )
     try:
         command = COMMANDS.get(args.command)
         if command is not None:

@@ -17,7 +17,7 @@ import eventlog.cli
 import schedule
 import timecontext
 from eventlog import LogSnapshot
-from host._root import resolve_root
+from host._root import resolve_root, root_from_dsh_session_root
 
 from ._listing import run_ls
 from ._show import run_show
@@ -53,7 +53,14 @@ def run_log_command(command: str, argv: Sequence[str], environ: Mapping[str, str
     shown_in = None if zone.name == "UTC" else zone.info
 
     def eventlog_command(args: list[str]) -> int:
-        return eventlog.cli.main(args, checks=CHECKS, root=root, prog="turnlog", zone=shown_in)
+        return eventlog.cli.main(
+            args,
+            checks=CHECKS,
+            root=root,
+            prog="turnlog",
+            zone=shown_in,
+            dsh_default=root_from_dsh_session_root(None, environ),
+        )
 
     if command == "ls":
         return run_ls(argv, environ, root, delegate=eventlog_command)

@@ -270,6 +270,20 @@ def test_serve_start_up_failures_write_no_frame(tmp_path: Path) -> None:
 # === host §7.4 log commands: mounted, with the root rules of host §5.1 ======================================
 
 
+def test_a_fork_into_an_empty_root_from_dsh_session_root_writes_dsh_zstd(tmp_path: Path) -> None:
+    # dsh-roots §3: the root's default is the reference's when it came from $DSH_SESSION_ROOT,
+    # not when --root names it.
+    source = tmp_path / "parent.jsonl"
+    source.write_text(header_line("parent") + '{"type":"note/x","seq":0,"time":2,"data":{}}\n')
+    env = clean_env(DSH_SESSION_ROOT=str(tmp_path / "dsh"))
+    done = turnlog("fork", str(source), "--id", "child", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["path"] == str(dsh_log_path(tmp_path / "dsh", None, "child", "zstd"))
+    done = turnlog("--root", str(tmp_path / "named"), "fork", str(source), "--id", "child", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["path"] == str(tmp_path / "named" / "child.jsonl")
+
+
 def test_log_commands_follow_the_root_rules(tmp_path: Path) -> None:
     write_session(tmp_path / "flag", "from-flag")
     write_session(tmp_path / "th" / "sessions", "from-turnlog-home")
