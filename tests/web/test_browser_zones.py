@@ -31,6 +31,11 @@ def at_least_five_seconds_ahead(now_ms: int) -> int:
     return -(-(now_ms + LEAD_MS) // 1000) * 1000
 
 
+def shanghai_clock(ms: int) -> str:
+    """The page's clock for an instant of today in Shanghai (web §6.3: ``HH:MM``, 24-hour)."""
+    return datetime.datetime.fromtimestamp(ms / 1000, zoneinfo.ZoneInfo(SHANGHAI)).strftime("%H:%M")
+
+
 class CreateInShanghai:
     """Request 1's answer, decided when it arrives: ``schedule_create`` at the next whole second
     at least 5 s ahead, as a local date and time in Shanghai. Keeps what it sent."""
@@ -70,11 +75,16 @@ def test_a_reminder_for_a_local_time_in_the_browsers_zone(
         tab.page.get_by_role("button", name="Send").click()
 
         conversation = tab.conversation()
+        conversation.get_by_text("Scheduled in your browser time zone.", exact=True).wait_for()
+        # Until it fires, the header chip counts it and shows when, in the browser's zone (web §6.8).
+        chip = tab.page.get_by_role("button", name=f"⏰ 1 next {shanghai_clock(create.instant_ms)}", exact=True)
+        chip.wait_for()
         conversation.get_by_role("button", name="⏰ Reminder: Review the release window").wait_for()
         follow_up = conversation.locator('[data-kind="assistant"][data-turn="2"]')
         follow_up.get_by_text("Reminder: Review the release window.", exact=True).wait_for()
         conversation.locator('[data-kind="turn-end"][data-turn="2"]').wait_for()
         assert_golden(follow_up, "1-asia-shanghai", "follow-up")
+        chip.wait_for(state="hidden")
         assert_golden(conversation, "1-asia-shanghai", "conversation")
 
         first, second, third = fake_model.wait_requests(3)
@@ -89,6 +99,14 @@ def test_a_reminder_for_a_local_time_in_the_browsers_zone(
         (source,) = [p["source"] for p in prompts]
         assert source.keys() == {"kind", "rpcId", "clientTimeZone"} and isinstance(source["rpcId"], str)
         assert source["clientTimeZone"] == SHANGHAI
+        # The prompt's clock: local time in the browser's zone, the UTC instant and zones in its tooltip.
+        (prompt_event,) = [e for e in events(root, session_id, "user/message") if e["data"]["source"]["kind"] == "user"]
+        prompt_clock = conversation.locator('[data-kind="user"] time')
+        assert prompt_clock.inner_text() == shanghai_clock(prompt_event["time"])
+        assert prompt_clock.get_attribute("datetime") == format_instant(prompt_event["time"])
+        assert prompt_clock.get_attribute("title") == (
+            f"{format_instant(prompt_event['time'])} · shown in {SHANGHAI} · sent with time zone {SHANGHAI}"
+        )
         (call,) = events(root, session_id, "tool/call")
         assert call["data"]["name"] == "schedule_create"
         assert json.loads(call["data"]["arguments"]) == create.arguments
