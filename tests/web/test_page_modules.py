@@ -624,6 +624,40 @@ def test_turn_end_rows(page: Any) -> None:
     ]
 
 
+def test_streamed_text_goes_in_line_by_line_and_renders_as_one_text(page: Any) -> None:
+    """A provisional block (web §6.4) gets its deltas in pieces that split lines anywhere; each line
+    is its own element, so a frame lays out the last one only, yet it looks as the whole text would."""
+    body = """(m, pieces) => {
+        const streamed = m.deltaRow(2, 1);
+        for (const piece of pieces) m.appendDeltaText(streamed, piece);
+        const whole = m.deltaRow(2, 1);
+        whole.firstChild.textContent = pieces.join('');
+        for (const row of [streamed, whole]) {
+            row.style.width = '12rem';
+            row.firstChild.style.whiteSpace = 'pre-wrap'; // as app.css has it for .plain
+            document.body.append(row);
+        }
+        const result = [streamed.textContent, Array.from(streamed.querySelectorAll('.delta-line'), (l) => l.textContent),
+                        streamed.getBoundingClientRect().height === whole.getBoundingClientRect().height];
+        streamed.remove();
+        whole.remove();
+        return result;
+    }"""
+    pieces = ["Once upon a ti", "me.\n", "\nThere was a log that", " wrapped over several lines of the row", "\n", "\nEnd"]
+    assert run(page, "render.js", body, pieces) == [
+        "".join(pieces),
+        ["Once upon a time.\n", "\n", "There was a log that wrapped over several lines of the row\n", "\n", "End"],
+        True,
+    ]
+
+
+def test_clock_tooltips_name_the_zone_the_clocks_are_shown_in(page: Any) -> None:
+    assert run(page, "format.js", "(m, t) => [m.displayZone(), m.clockTooltip(t)]", T) == [
+        "Asia/Shanghai",
+        "2026-02-10T12:00:00.000Z · shown in Asia/Shanghai",
+    ]
+
+
 def test_tool_rows_settle_with_their_result(page: Any) -> None:
     body = """(m) => {
         const call = { type: 'tool-call', id: 'call-1-1-0', name: 'schedule_create', arguments: JSON.stringify({ prompt: 'x'.repeat(100) }) };

@@ -46,7 +46,7 @@ async function signIn(token) {
 
 function createMetrics(enabled) {
   if (!enabled) {
-    return { mark() {}, painted() {}, firstPaint() {}, deltasPainted() {} };
+    return { mark() {}, markPainted() {}, painted() {}, deltasPainted() {} };
   }
   const store = { marks: [], events: [], deltas: [] };
   window.__turnlogMetrics = store;
@@ -61,12 +61,15 @@ function createMetrics(enabled) {
         for (const event of events) store.events.push({ sessionId, seq: event.seq, type: event.type, time: event.time, painted: wall });
       });
     },
-    firstPaint(sessionId) {
-      afterPaint(() => this.mark('first-paint', { sessionId }));
+    /** A mark taken once the next animation frame has painted what was just rendered. */
+    markPainted(name, detail = {}) {
+      afterPaint(() => this.mark(name, detail));
     },
     deltasPainted(received) {
-      const wall = Date.now();
-      for (const at of received) store.deltas.push({ received: at, painted: wall });
+      afterPaint(() => {
+        const wall = Date.now();
+        for (const at of received) store.deltas.push({ received: at, painted: wall });
+      });
     },
   };
 }

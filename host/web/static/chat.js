@@ -23,6 +23,7 @@ import {
   userMessageKind,
 } from './format.js';
 import {
+  appendDeltaText,
   assistantRow,
   clock,
   contextRow,
@@ -77,6 +78,12 @@ function writeDraft(sessionId, text) {
 
 function errorLine(error) {
   return error.code ? `${error.message} (${error.code})` : error.message;
+}
+
+// A provisional block's text received since its last frame goes in now (web §6.4).
+function paintDeltas(block) {
+  appendDeltaText(block.row, block.unpainted);
+  block.unpainted = '';
 }
 
 // Per-turn context while rows are built in log order: the turn's start, its tool rows by call id
@@ -257,7 +264,7 @@ class Conversation {
     this.renderQueue();
     this.chat.metrics.painted(this.sessionId, fresh);
     if (this.chat.current === this) {
-      this.chat.follow();
+      this.chat.followSoon();
       this.chat.refreshChrome(this);
     }
   }
@@ -295,7 +302,7 @@ class Conversation {
     this.renderUnfinished();
     this.renderQueue();
     if (this.chat.current === this) this.chat.scrollToBottom();
-    this.chat.metrics.firstPaint(this.sessionId);
+    this.chat.metrics.markPainted('first-paint', { sessionId: this.sessionId });
   }
 
   /** Render older turns above the first row, fetching an older page when needed (web §6.7). */
@@ -469,17 +476,17 @@ class Conversation {
     const key = `${turn}:${step}`;
     let block = this.deltas.get(key);
     if (block === undefined) {
-      block = { turn, step, row: deltaRow(turn, step), text: '', frame: 0, received: [] };
+      block = { turn, step, row: deltaRow(turn, step), unpainted: '', frame: 0, received: [] };
       this.deltas.set(key, block);
       this.rowsEl.append(block.row);
-      if (this.chat.current === this) this.chat.follow();
+      if (this.chat.current === this) this.chat.followSoon();
     }
-    block.text += chunk.text;
+    block.unpainted += chunk.text;
     block.received.push(Date.now());
     if (block.frame === 0) {
       block.frame = requestAnimationFrame(() => {
         block.frame = 0;
-        block.row.firstChild.textContent = block.text;
+        paintDeltas(block);
         if (this.chat.current === this) this.chat.follow();
         this.chat.metrics.deltasPainted(block.received);
         block.received = [];
@@ -504,7 +511,7 @@ class Conversation {
       if (block.turn !== turn) continue;
       cancelAnimationFrame(block.frame);
       if (aborted) {
-        block.row.firstChild.textContent = block.text;
+        paintDeltas(block);
         block.row.classList.add('stopped');
         kept.push(block.row);
       } else {
@@ -589,6 +596,7 @@ export class ChatView {
     this.visible = false;
     this.stuck = true;
     this.lastTop = 0;
+    this.followFrame = 0; // the animation frame a followSoon() scroll waits for
     this.madeIds = new Set(); // ids this page made: no file exists for them yet
     this.current = null;
     this.connected = false;
@@ -1026,6 +1034,16 @@ export class ChatView {
 
   follow() {
     if (this.stuck) this.scrollToBottom();
+  }
+
+  // Live events scroll once per animation frame, not once each: reading scrollHeight right after
+  // each append forced a layout per event, a burst of events one layout each (web §9 B2).
+  followSoon() {
+    if (this.followFrame) return;
+    this.followFrame = requestAnimationFrame(() => {
+      this.followFrame = 0;
+      this.follow();
+    });
   }
 
   scrollToBottom() {

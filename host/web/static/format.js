@@ -75,16 +75,26 @@ const formatters = new Map();
 const DEFAULT_ZONE_TTL_MS = 60000;
 let defaultFormatter = null;
 
-// A formatter for `timeZone`, or for the browser's zone when it is undefined. The browser's zone
-// can change while a page is open (the machine travels), so that one is re-created once a minute.
-function formatterFor(timeZone) {
-  if (timeZone === undefined) {
-    const now = Date.now();
-    if (defaultFormatter === null || now - defaultFormatter.made > DEFAULT_ZONE_TTL_MS) {
-      defaultFormatter = { made: now, formatter: makeFormatter(undefined) };
-    }
-    return defaultFormatter.formatter;
+// The formatter for the browser's zone, and that zone's name. The browser's zone can change while
+// a page is open (the machine travels), so it is re-read once a minute; making a formatter costs
+// far more than formatting, too much to do for every clock drawn (web §9 B5).
+function browserFormatter() {
+  const now = Date.now();
+  if (defaultFormatter === null || now - defaultFormatter.made > DEFAULT_ZONE_TTL_MS) {
+    const formatter = makeFormatter(undefined);
+    defaultFormatter = { made: now, formatter, zone: formatter.resolvedOptions().timeZone };
   }
+  return defaultFormatter;
+}
+
+/** The zone the page's clocks are shown in: the browser's (re-read once a minute). */
+export function displayZone() {
+  return browserFormatter().zone;
+}
+
+// A formatter for `timeZone`, or for the browser's zone when it is undefined.
+function formatterFor(timeZone) {
+  if (timeZone === undefined) return browserFormatter().formatter;
   let formatter = formatters.get(timeZone);
   if (formatter === undefined) {
     formatter = makeFormatter(timeZone);
@@ -143,7 +153,7 @@ export function isoInstant(ms) {
  * (a prompt's), the zone the prompt was sent with, or `no time zone` when it had none.
  */
 export function clockTooltip(ms, { timeZone, prompt = false, clientTimeZone } = {}) {
-  const zone = timeZone ?? new Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const zone = timeZone ?? displayZone();
   const base = `${isoInstant(ms)} · shown in ${zone}`;
   if (!prompt) return base;
   return clientTimeZone ? `${base} · sent with time zone ${clientTimeZone}` : `${base} · sent with no time zone`;

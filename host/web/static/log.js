@@ -3,6 +3,7 @@
 
 import {
   clockTooltip,
+  displayZone,
   eventSummary,
   formatClock,
   formatClockMs,
@@ -26,10 +27,6 @@ const OVERSCAN = 20;
 
 function errorLine(error) {
   return error.code ? `${error.message} (${error.code})` : error.message;
-}
-
-function browserZoneName() {
-  return new Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
 
 function pretty(value) {
@@ -160,9 +157,9 @@ export class LogView {
     }
     this.loaded = true;
     this.renderFacts();
-    this.metrics.mark('inspector-ready', { events: this.events.length });
     const last = this.events.length - 1;
     this.replayTo(this.wantedSeq !== null && this.wantedSeq <= last ? this.wantedSeq : last, { keepUrl: this.wantedSeq === null });
+    this.metrics.markPainted('inspector-ready', { events: this.events.length });
   }
 
   reset() {
@@ -563,7 +560,7 @@ export class LogView {
         let label = `${life.id} ${m.op} at seq ${m.seq}`;
         if (m.scheduledAt) {
           const at = Date.parse(m.scheduledAt);
-          label += ` · scheduledAt ${m.scheduledAt} (UTC) · ${formatClock(at)} local (${browserZoneName()})`;
+          label += ` · scheduledAt ${m.scheduledAt} (UTC) · ${formatClock(at)} local (${displayZone()})`;
         }
         if (m.acceptedAt) label += ` · acceptedAt ${m.acceptedAt}`;
         return this.mark(m.seq, label, `op-${m.op}`);

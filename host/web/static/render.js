@@ -574,3 +574,21 @@ export function deltaRow(turn, step) {
   element.dataset.step = step;
   return element;
 }
+
+/**
+ * Append streamed text to a provisional block (`deltaRow`). Each line goes in its own element,
+ * keeping its line feed (which renders exactly as the one text would): a frame's layout then
+ * redoes the last line only, not a text that grows with every delta (web §9 B3).
+ */
+export function appendDeltaText(element, text) {
+  const body = element.firstChild;
+  let line = body.lastElementChild;
+  for (const piece of text.split(/(?<=\n)/)) {
+    if (piece === '') continue;
+    if (line === null || line.firstChild.data.endsWith('\n')) {
+      line = h('div', { class: 'delta-line' }, '');
+      body.append(line);
+    }
+    line.firstChild.appendData(piece);
+  }
+}
