@@ -41,6 +41,7 @@ from .reader import LogSnapshot as LogSnapshot
 from .reader import Repair as Repair
 from .reader import index_log as index_log
 from .reader import iter_events as iter_events
+from .reader import log_text as log_text
 from .reader import read_header as read_header
 from .reader import read_log as read_log
 from .reader import tail as tail
@@ -85,6 +86,7 @@ __all__ = [
     "encode_segment",
     "index_log",
     "iter_events",
+    "log_text",
     "project_key",
     "read_header",
     "read_log",

@@ -371,6 +371,26 @@ def read_zstd(data: bytes, path: Path, *, expected_id: str | None = None) -> Log
     )
 
 
+def log_text(path: str | os.PathLike[str]) -> bytes:
+    """The log's JSONL text, read without a lock: a raw log's bytes verbatim; a Zstandard log's
+    frames decoded in order, a torn final frame's decodable text last — what ``zstd -dc`` prints
+    (dsh-roots §4). The text is not validated. Raises ``OSError`` (``FileNotFoundError`` when there
+    is no file) and ``CorruptLog`` (a frame that cannot be decoded)."""
+    fd = _open(path)
+    try:
+        data = _read_all(fd)
+        if not _is_zstd(fd, path):
+            return data
+    finally:
+        os.close(fd)
+    try:
+        scan = scan_frames(data)
+        text = b"".join(committed_pieces(data, scan.frames, CHUNK_SIZE))
+        return text + (b"" if scan.torn_start is None else decode_torn(data, scan.torn_start))
+    except ZstdLogError as exc:
+        raise _zstd_corrupt(path, exc) from None
+
+
 # ----------------------------------------------------------------------- file-backed snapshot
 
 

@@ -28,6 +28,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
+from eventlog import CorruptLog, log_text
 from host._process import package_version, process_instance
 from host.runtime import Host, HostError, check_session_id
 
@@ -247,7 +248,10 @@ class WebApp:
         return Response(body.encode(), media_type="application/json")
 
     async def _download(self, request: Request) -> Response:
-        """The session file's bytes verbatim (web §3), read without a lock."""
+        """The session's JSONL, read without a lock (web §3): a raw log's bytes verbatim; a
+        Zstandard log (dsh-roots §4) decoded to the same text, so the download is always the
+        ``.jsonl`` the button promises. A log whose frames cannot be decoded is sent as it is on
+        disk, named ``<id>.jsonl.zstd``: nothing is withheld."""
         refusal = self._credential(request.scope)
         if refusal is not None:
             return self._unauthorized(request, refusal)
@@ -257,14 +261,17 @@ class WebApp:
         path = await self.host.store.find(session_id)  # locating lists a dsh root: not in the event loop
         if path is None:
             return _text(404, _NOT_FOUND)
+        name, media = f"{session_id}.jsonl", "application/x-ndjson"
         try:
-            data = await trio.to_thread.run_sync(path.read_bytes)
+            try:
+                data = await trio.to_thread.run_sync(log_text, path)
+            except CorruptLog:
+                data = await trio.to_thread.run_sync(path.read_bytes)
+                name, media = f"{session_id}.jsonl.zstd", "application/zstd"
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return _text(404, _NOT_FOUND)
         return Response(
-            data,
-            media_type="application/x-ndjson",
-            headers={"content-disposition": f'attachment; filename="{session_id}.jsonl"'},
+            data, media_type=media, headers={"content-disposition": f'attachment; filename="{name}"'}
         )
 
     # --- the WebSocket ------------------------------------------------------------------------------

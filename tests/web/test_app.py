@@ -10,8 +10,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from eventlog import read_header
+from eventlog._zstd import scan_frames
 from host._process import package_version, process_instance
 from host.web.app import MEDIA_TYPES, load_page, with_version
+from tests.eventlog.zstd_support import cli_decompress, reference_root, zstd_program
+from tests.fixture_paths import DSH_FIXTURES
 from tests.host.rpc_support import prompt, request
 from tests.web.conftest import STATIC
 from tests.web.server_support import WebServer, running_web
@@ -208,3 +212,27 @@ async def test_whoami_and_the_download(tmp_path: Path) -> None:
         assert (await get(web, "/api/sessions/ghost.jsonl", headers=bearer)).status_code == 404
         assert (await get(web, "/api/sessions/a%20b.jsonl", headers=bearer)).status_code == 404
     assert not re.search(re.escape(web.launch_token) + "|" + re.escape(web.browser_key), "\n".join(web.lines))
+
+
+async def test_the_download_of_a_zstd_session_is_its_jsonl(tmp_path: Path) -> None:
+    """A session in a reference-style Zstandard root downloads as the ``.jsonl`` the button
+    promises: the raw log ``zstd -dc`` gives back (dsh-roots §4); a log whose frames cannot be
+    decoded comes as it is on disk, under a ``.jsonl.zstd`` name."""
+    raw = DSH_FIXTURES / "fork-parent.jsonl"
+    (path,) = reference_root(tmp_path / "root", [raw], "zstd")
+    session_id = read_header(path).id
+    async with running_web(tmp_path / "root") as web:
+        bearer = {"Authorization": f"Bearer {web.launch_token}"}
+        download = await get(web, f"/api/sessions/{session_id}.jsonl", headers=bearer)
+        assert download.status_code == 200
+        assert download.content == raw.read_bytes() == cli_decompress(zstd_program(), path.read_bytes())
+        assert download.headers["content-type"] == "application/x-ndjson"
+        assert download.headers["content-disposition"] == f'attachment; filename="{session_id}.jsonl"'
+        damaged = bytearray(path.read_bytes())
+        damaged[scan_frames(damaged).frames[1].start] ^= 0xFF  # frame 1's magic: undecodable
+        path.write_bytes(bytes(damaged))
+        download = await get(web, f"/api/sessions/{session_id}.jsonl", headers=bearer)
+        assert (download.status_code, download.content) == (200, bytes(damaged))
+        assert download.headers["content-type"] == "application/zstd"
+        assert download.headers["content-disposition"] == f'attachment; filename="{session_id}.jsonl.zstd"'
+        check_headers(download, web.authority)
