@@ -289,7 +289,11 @@ async def test_requests_after_shutdown_are_refused(tmp_path, autojump_clock) -> 
 
 
 async def test_shutdown_reports_sessions_that_could_not_be_flushed(tmp_path, autojump_clock) -> None:
-    async with open_harness(tmp_path, adapters=script({"text": "slow", "delayMs": 1000})) as h:
+    # main's and other's second turns are still waiting for the model when the host stops, so
+    # both have events to flush (with one reply scripted, main's turn ended at once, out of
+    # script, and whether its end was durable before the failing syncs began was a race).
+    slow = {"text": "slow", "delayMs": 1000}
+    async with open_harness(tmp_path, adapters=script({"text": "ok"}, slow, slow)) as h:
         host = await h.start()
         await one_turn(h, "other")
         durable = file_bytes(h, "other")
