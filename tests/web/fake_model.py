@@ -31,6 +31,7 @@ Replies (the script is a queue: each request takes the next entry):
 - ``reply.held(gate, after=n)``: the same reply, waiting at ``gate`` after its first ``n`` deltas
   (``n=0``: before the response starts, so the host waits for its first byte). A gate may appear
   more than once, and a reply may carry several gates.
+- ``reply.late(seconds)``: the same reply after ``seconds`` without a byte (a slow server).
 - ``reply.cut(after=n)``: the connection closes after ``n`` deltas, short of the body length it
   announced: a transport failure the host retries (an ``llm/retry``), so the next script entry
   answers the retry.
@@ -48,7 +49,7 @@ A held response whose client goes away (a stopped turn, a killed process) ends a
 its request's ``closed`` event; ``fake_model.close()`` (the fixture does it) releases every gate.
 
 Requests: ``fake_model.requests`` (a copy, in arrival order) and ``fake_model.wait_requests(n)``
-(blocks until ``n`` have arrived). A :class:`Request` has ``body`` (the decoded JSON),
+(blocks until ``n`` have arrived). A :class:`Request` has ``headers``, ``body`` (the decoded JSON),
 ``messages``, ``tool_names``, ``text`` (every message's content joined with LF) and
 ``closed``. A request beyond the script gets an HTTP 400 naming it and is listed in
 ``fake_model.problems``, which the fixture requires to be empty at the end of a test.
@@ -143,6 +144,10 @@ class Reply:
         """This reply, waiting at ``gate`` after its first ``after`` deltas."""
         return self._insert(gate, after)
 
+    def late(self, seconds: float) -> Reply:
+        """This reply, its status line included, sent only after ``seconds``."""
+        return replace(self, parts=(_Pause(seconds), *self.parts))
+
     def cut(self, *, after: int) -> Reply:
         """This reply with its connection closed after its first ``after`` deltas: the host sees a
         transport failure mid-stream (``TRANSPORT``, retried) and never the rest."""
@@ -194,10 +199,12 @@ Responder = Callable[["Request"], Reply]
 
 @dataclass
 class Request:
-    """One request as it arrived: its number (from 0), path and decoded body."""
+    """One request as it arrived: its number (from 0), path, headers (names in lower case) and
+    decoded body."""
 
     index: int
     path: str
+    headers: dict[str, str]
     body: dict[str, Any]
     closed: threading.Event = field(default_factory=threading.Event)
 
@@ -289,7 +296,8 @@ class FakeModel:
         length = int(handler.headers.get("content-length") or 0)
         body = json.loads(handler.rfile.read(length)) if length else {}
         with self._lock:
-            request = Request(len(self._requests), handler.path, body)
+            headers = {name.lower(): value for name, value in handler.headers.items()}
+            request = Request(len(self._requests), handler.path, headers, body)
             self._requests.append(request)
             entry = self._script.pop(0) if self._script else None
             self._lock.notify_all()

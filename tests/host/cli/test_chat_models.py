@@ -6,77 +6,26 @@ failure and the variable to fix — plus the missing key reported before the fir
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Self
 
 import pytest
 
 from tests.host.process_support import TURNLOG, clean_env, with_default_sigint
+from tests.web.fake_model import FakeModel, http_error, text
 
 HANG_GUARD_S = 60.0
-
-
-class FakeModel:
-    """Answers ``POST /v1/chat/completions`` with the next planned reply: ``("ok", text, delay_s)``
-    streams ``text`` after ``delay_s``; ``("status", code, body)`` is an HTTP error."""
-
-    def __init__(self) -> None:
-        self.plan: list[tuple[str, Any, Any]] = []
-        self.requests: list[dict[str, Any]] = []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:  # keep the test output clean
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                owner.requests.append({"auth": self.headers.get("authorization"), "body": json.loads(body)})
-                kind, first, second = owner.plan.pop(0)
-                if kind == "status":
-                    payload = json.dumps(second).encode()
-                    self.send_response(first)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                    return
-                time.sleep(second)
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()
-                for piece in (first[: len(first) // 2], first[len(first) // 2 :]):
-                    chunk = {"choices": [{"index": 0, "delta": {"content": piece}}]}
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                done = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-                self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
 def fake() -> Iterator[FakeModel]:
     with FakeModel() as server:
         yield server
+    assert server.problems == []
 
 
 def free_port() -> int:
@@ -94,16 +43,17 @@ def chat(tmp_path: Path, stdin: str, **env: str) -> subprocess.CompletedProcess[
 
 
 def test_a_slow_server_answers_and_the_banner_names_the_setup(tmp_path: Path, fake: FakeModel) -> None:
-    fake.plan.append(("ok", "Hello from the fake model.", 1.5))
+    fake.script(text("Hello from", " the fake model.").late(1.5))
     done = chat(tmp_path, "hi\n", TURNLOG_BASE_URL=fake.base_url, TURNLOG_MODEL="fake-1", TURNLOG_API_KEY="sk-test")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[2:4] == ["> hi", "Hello from the fake model."]
     assert done.stderr == f"model: fake-1 at {fake.base_url} (from TURNLOG_BASE_URL) · key from TURNLOG_API_KEY\n"
-    assert fake.requests[0]["auth"] == "Bearer sk-test" and fake.requests[0]["body"]["model"] == "fake-1"
+    (request,) = fake.requests
+    assert request.headers["authorization"] == "Bearer sk-test" and request.body["model"] == "fake-1"
 
 
 def test_a_refused_key_names_the_variable_and_fails_the_run(tmp_path: Path, fake: FakeModel) -> None:
-    fake.plan.append(("status", 401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request"}}))
+    fake.script(http_error(401, "Incorrect API key provided"))
     done = chat(tmp_path, "hi\n", TURNLOG_BASE_URL=fake.base_url, TURNLOG_MODEL="fake-1", TURNLOG_API_KEY="sk-bad")
     assert done.returncode == 1
     assert "! AUTH: Incorrect API key provided" in done.stdout.splitlines()
@@ -163,12 +113,13 @@ def test_the_config_file_supplies_the_model_and_a_private_key_file(tmp_path: Pat
     os.chmod(key, 0o600)
     (home / "config.toml").write_text(
         f'provider = "openai"\nmodel = "fake-2"\nbase_url = "{fake.base_url}"\napi_key_file = "fake.key"\n')
-    fake.plan.append(("ok", "configured", 0))
+    fake.script(text("configured"))
     done = chat(tmp_path, "hi\n")
     assert done.returncode == 0, done.stderr
     assert "configured" in done.stdout.splitlines()
     assert done.stderr == f"model: fake-2 at {fake.base_url} (from config.toml) · key from fake.key\n"
-    assert fake.requests[0]["auth"] == "Bearer sk-from-file" and fake.requests[0]["body"]["model"] == "fake-2"
+    (request,) = fake.requests
+    assert request.headers["authorization"] == "Bearer sk-from-file" and request.body["model"] == "fake-2"
     os.chmod(key, 0o644)
     refused = chat(tmp_path, "hi\n")
     assert refused.returncode == 2 and refused.stdout == ""
