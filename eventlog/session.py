@@ -31,15 +31,18 @@ import math
 import queue
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
-
-import trio
+from typing import TYPE_CHECKING, Any, overload
 
 from ._logfile import FileFailure, LogFile
 from .errors import EventLogError, InvalidEvent, PersistenceError, SessionClosed
 from .format import Event, SessionHeader, SurfaceOp, build_event
 from .reader import Repair
 from .values import Clock
+
+# trio is imported inside the functions that use it, not with the module: reading logs (the read-
+# only log commands, which import eventlog) never loads it.
+if TYPE_CHECKING:
+    import trio
 
 __all__ = ["Session", "writes_in_flight"]
 
@@ -79,6 +82,7 @@ class _Attempt:
     __slots__ = ("done", "error", "wanted")
 
     def __init__(self) -> None:
+        import trio
         self.wanted = False  # a flusher waits for it: start it as soon as possible
         self.done = trio.Event()
         self.error: PersistenceError | None = None
@@ -91,8 +95,13 @@ def _copy(err: PersistenceError) -> PersistenceError:
     return fresh
 
 
-# Batches of this trio run's sessions in flight on their writer threads (per run, not global).
-_IN_FLIGHT = trio.lowlevel.RunVar[int]("eventlog writes in flight", default=0)
+@functools.cache
+def _in_flight() -> trio.lowlevel.RunVar[int]:
+    """The count of this trio run's batches in flight on their writer threads (per run, not
+    global): one RunVar, made on first use so that importing eventlog does not load trio."""
+    import trio
+
+    return trio.lowlevel.RunVar("eventlog writes in flight", default=0)
 
 
 def writes_in_flight() -> int:
@@ -100,7 +109,7 @@ def writes_in_flight() -> int:
     threads now. A task waiting for one is not runnable, so an autojumping ``MockClock`` would
     let virtual time pass during the write; ``host.testing`` holds the clock while this is
     non-zero (as it does while trio's default thread limiter has tokens out)."""
-    return _IN_FLIGHT.get()
+    return _in_flight().get()
 
 
 # What the writer thread hands back for a batch: the first seq not durable afterwards and the
@@ -134,6 +143,7 @@ class _WriterThread:
         self.stopped = False
 
     def submit(self, start: int, batch: list[Event], done: Callable[[_Outcome], None]) -> None:
+        import trio
         if not self._started:
             self._started = True
             self._nursery.start_soon(self._host, trio.lowlevel.current_trio_token())
@@ -145,6 +155,7 @@ class _WriterThread:
             self._jobs.put(None)
 
     async def _host(self, token: trio.lowlevel.TrioToken) -> None:
+        import trio
         await trio.to_thread.run_sync(
             self._run, token, thread_name=f"eventlog writer {self._file.id}", limiter=trio.CapacityLimiter(1)
         )
@@ -185,6 +196,7 @@ class Session:
     ) -> None:
         # Built by SessionStore: ``fd`` is None for a session not yet published (create), else
         # the locked descriptor of its file whose first ``good_size`` bytes are the durable log.
+        import trio
         self.id = header.id
         self.header = header
         self.path = path
@@ -257,6 +269,7 @@ class Session:
         append guard's exception unchanged, or ``EventLogError`` when called from an observer.
         On any error nothing is committed.
         """
+        import trio
         if self._closed:
             raise SessionClosed(self.id)
         if self._failure is not None:
@@ -376,6 +389,7 @@ class Session:
         release the lock and close the descriptor. If the final flush fails, raises
         ``PersistenceError`` after releasing everything (the unflushed events are lost with
         the handle). Idempotent: a later call waits for the first to finish and returns."""
+        import trio
         if self._closed:
             with trio.CancelScope(shield=True):
                 await self._released.wait()
@@ -406,11 +420,12 @@ class Session:
 
     # ----------------------------------------------------------------------------- writer
 
-    async def _run_writer(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _run_writer(self, *, task_status: trio.TaskStatus[None]) -> None:
         """The writer task; started by the store in the session's nursery, stopped by aclose.
         It starts the batches that no completion starts (a flush with nothing in flight, an
         expired window), hosts the writer thread, and returns once stopping with no batch in
         flight and the thread ended."""
+        import trio
         with trio.CancelScope(shield=True):
             self._writer_started = True
             try:
@@ -426,6 +441,7 @@ class Session:
                 self._next.done.set()  # release anyone still waiting: flush sees it as closed
 
     async def _writer_loop(self) -> None:
+        import trio
         while True:
             if self._regroup:
                 self._regroup = False
@@ -464,6 +480,7 @@ class Session:
                 self._timer.deadline = end
 
     def _window_expired(self) -> bool:
+        import trio
         return self._delay > 0 and not self._paused and trio.current_time() >= self._deadline
 
     def _start_due(self) -> None:
@@ -483,7 +500,8 @@ class Session:
             self._in_flight = following
             start, end = self._unbatched_from, len(self._events)
             self._unbatched_from = end
-            _IN_FLIGHT.set(_IN_FLIGHT.get() + 1)
+            in_flight = _in_flight()
+            in_flight.set(in_flight.get() + 1)
             self._writer.submit(start, self._events[start:end], functools.partial(self._completed, following, end))
         elif following.wanted:
             self._next = _Attempt()
@@ -495,7 +513,8 @@ class Session:
         ``durable_through`` and notify, or keep the batch pending and record the failure;
         release the batch's flushers; start the next batch at once if it is due."""
         durable_end, failure = outcome
-        _IN_FLIGHT.set(_IN_FLIGHT.get() - 1)
+        in_flight = _in_flight()
+        in_flight.set(in_flight.get() - 1)
         if durable_end - 1 > self._durable_through:
             self._durable_through = durable_end - 1
             self._warned = False

@@ -23,10 +23,9 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
-import trio
 
 from . import fileio
 from ._dsh import (
@@ -57,6 +56,11 @@ from .format import Event, SessionHeader, build_event, check_session_id, temp_pa
 from .reader import HEADER_LIMIT, LogSnapshot, Repair, iter_events, read_header, read_log, read_log_fd
 from .session import Session
 from .values import Clock, SystemClock, is_safe_int
+
+# trio is imported inside the functions that use it, not with the module: reading logs (the read-
+# only log commands, which import eventlog) never loads it.
+if TYPE_CHECKING:
+    import trio
 
 __all__ = ["SessionInfo", "SessionRootError", "SessionStore", "default_root"]
 
@@ -210,6 +214,8 @@ class SessionStore:
         file, a symbolic link say, counts as there: opening it gives the error). ``locate`` and
         the check run in a worker thread, since locating lists a ``dsh`` root. Raises what
         ``locate`` raises."""
+        import trio
+
         check_session_id(id)
         return await trio.to_thread.run_sync(self._find, id)
 
@@ -233,6 +239,7 @@ class SessionStore:
 
     @asynccontextmanager
     async def _create(self, id: str, cwd: str | None) -> AsyncIterator[Session]:
+        import trio
         path = await trio.to_thread.run_sync(self.locate, id, cwd)
         with self._reserve(id, SessionExists):
             if await trio.to_thread.run_sync(os.path.lexists, path):
@@ -255,6 +262,7 @@ class SessionStore:
 
     @asynccontextmanager
     async def _open(self, id: str) -> AsyncIterator[Session]:
+        import trio
         path = await trio.to_thread.run_sync(self.locate, id)
         with self._reserve(id, SessionBusy):
             fd, snapshot = await trio.to_thread.run_sync(_open_locked, id, path, self._identity)
@@ -353,6 +361,7 @@ class SessionStore:
         (``InvalidSessionId``, ``SessionExists``, ``SessionNotFound``, ``ForkError``); the
         child is published atomically with one durable write and is not left open.
         """
+        import trio
         child = check_session_id(str(uuid.uuid4()) if id is None else id)
         if isinstance(source, str):
             check_session_id(source)  # ids are checked before any file system access
@@ -398,6 +407,7 @@ class SessionStore:
         """Every store file (``<id>.jsonl`` with a valid id; symlinks reported, not followed),
         reading only line 1 of each: sorted by ``(created_at, id)``, files with a problem last
         by id. A missing root lists nothing."""
+        import trio
         return await trio.to_thread.run_sync(self.list_blocking)
 
     # ``builtins.list``: in this class body ``list`` is the method above.
@@ -489,6 +499,7 @@ class SessionStore:
     async def inspect(self, id: str) -> LogSnapshot:
         """``read_log(self.path(id), expected_id=id)`` in a thread: never writes or locks.
         For a session open here it shows only what has been written."""
+        import trio
         path = await trio.to_thread.run_sync(self.locate, id)
         return await trio.to_thread.run_sync(functools.partial(read_log, path, expected_id=id))
 
@@ -501,6 +512,7 @@ class SessionStore:
         Raises ``SessionNotFound`` if there is no file, ``PersistenceError`` on an I/O error. A
         delete whose unlink succeeded but whose root sync failed can be retried: the retry
         finds the file gone, syncs the root and returns."""
+        import trio
         path = await trio.to_thread.run_sync(self.locate, id)
         with self._reserve(id, SessionBusy):
             try:
@@ -515,6 +527,7 @@ class SessionStore:
     async def ensure_root(self) -> Path:
         """Create the root now (each missing directory 0700, parents synced) and check it is a
         writable directory; raises ``SessionRootError`` (a ``PersistenceError``)."""
+        import trio
         return await trio.to_thread.run_sync(self._ensure_root)
 
     def _ensure_root(self) -> Path:
@@ -535,6 +548,7 @@ class _Running:
     and the writer never fails, so it has nothing of its own to report."""
 
     def __init__(self, session: Session) -> None:
+        import trio
         self._session = session
         self._nursery: AbstractAsyncContextManager[trio.Nursery] = trio.open_nursery()
 

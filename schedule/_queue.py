@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from types import TracebackType
 
-import trio
-
 
 class ScheduleQueue:
     """Serialises every management transaction and drive step of one agent, first come first
@@ -18,6 +16,10 @@ class ScheduleQueue:
     __slots__ = ("_lock",)
 
     def __init__(self) -> None:
+        # trio is imported here, not with the module: importing schedule (its pure functions,
+        # which the read-only log commands use) never loads it.
+        import trio
+
         self._lock = trio.StrictFIFOLock()
 
     async def __aenter__(self) -> None:

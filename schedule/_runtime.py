@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
-
-import trio
+from typing import TYPE_CHECKING, Any
 
 from eventlog.values import Clock, compact_json
 
@@ -25,6 +23,11 @@ from ._framing import frame_batch, frame_one_shot
 from ._protocols import AgentPort, SessionHandle
 from ._queue import ScheduleQueue
 from ._records import CHANGE_TYPE, Dispatch, change_to_dict
+
+# trio is imported inside the functions that use it, not with the module: importing schedule (its
+# pure functions, which the read-only log commands use) never loads it.
+if TYPE_CHECKING:
+    import trio
 
 DEFAULT_SEGMENT_MS = 60_000
 
@@ -51,6 +54,7 @@ class ScheduleRuntime:
         segment_ms: int = DEFAULT_SEGMENT_MS,
         logger: logging.Logger | None = None,
     ) -> None:
+        import trio
         if type(segment_ms) is not int or segment_ms <= 0:
             raise ValueError(f"segment_ms must be a positive int, not {segment_ms!r}")
         self._session = session
@@ -80,12 +84,13 @@ class ScheduleRuntime:
         """Whether a failure stopped this runtime for good (a new runtime is needed)."""
         return self._faulted
 
-    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: Any = None) -> None:
         """Drive the agent's reminders until ``aclose()``; start with ``nursery.start(run)``.
 
         Reports started after requesting the first drive, so a preflight happens at start-up
         even without schedule events. If the host cancels it, the runtime is simply gone.
         """
+        import trio
         if self._started:
             raise RuntimeError("ScheduleRuntime.run() can only be called once")
         self._started = True
@@ -93,7 +98,8 @@ class ScheduleRuntime:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self.request_drive()
-                task_status.started()
+                if task_status is not None:  # started by nursery.start, not awaited directly
+                    task_status.started()
                 await self._loop()
                 nursery.cancel_scope.cancel()
         finally:
@@ -132,6 +138,7 @@ class ScheduleRuntime:
         """Stop for good and wait until ``run()`` has returned (idempotent; concurrent callers
         share the completion). Cancels the idle wait and any wait for the queue; a drive step
         already holding the queue finishes its current await and then does nothing more."""
+        import trio
         if not self._stopping:
             self._stopping = True
             self._requested = False
@@ -155,6 +162,7 @@ class ScheduleRuntime:
     # -- the loop ----------------------------------------------------------------------------
 
     async def _loop(self) -> None:
+        import trio
         while not self._stopping:
             if self._requested and not self._faulted:
                 self._requested = False
@@ -170,6 +178,7 @@ class ScheduleRuntime:
 
     async def _drive(self) -> None:
         """Take the queue (a wait ``aclose`` may cancel), run one drive step, release."""
+        import trio
         self._driving = True
         try:
             with trio.CancelScope() as waiting:
@@ -254,6 +263,7 @@ class ScheduleRuntime:
         (``Wait(None)`` arms nothing) and gives ``None``. A failing clock or decision raises
         "decision failed" (logged, no fault: the next trigger retries).
         """
+        import trio
         with failing_as("decision failed"):
             now = self._clock.now_ms()
             decision = folded.decide(now)
@@ -267,6 +277,7 @@ class ScheduleRuntime:
 
     def _start_idle_wait(self) -> None:
         """At most one idle wait, in its own cancel scope inside the runtime's nursery."""
+        import trio
         if self._idle_wait is not None or self._nursery is None:
             return
         scope = trio.CancelScope()
@@ -321,6 +332,7 @@ class ScheduleRuntime:
             self._warn(failure.what, failure.cause)
 
     def _signal(self) -> None:
+        import trio
         self._changed.set()
         self._changed = trio.Event()
 

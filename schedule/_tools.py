@@ -14,8 +14,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import trio
-
 from eventlog.values import Clock, safe_int
 
 from ._create import allocate_id, check_create_arguments, create_after, create_at, create_every
@@ -26,6 +24,9 @@ from ._protocols import AgentPort, SessionHandle
 from ._queue import ScheduleQueue
 from ._records import CHANGE_TYPE, Create, Delete, Record, change_to_dict, view
 from ._trim import js_trim
+
+# trio is imported inside the functions that use it, not with the module: importing schedule (its
+# pure functions, which the read-only log commands use) never loads it.
 
 Handler = Callable[..., Awaitable[Any]]
 
@@ -378,6 +379,7 @@ class ScheduleTools:
         append to the return everything is shielded, so an appended transaction always reaches
         its barrier and notification before the queue is released.
         """
+        import trio
         await trio.lowlevel.checkpoint_if_cancelled()
         with trio.CancelScope(shield=True):
             try:

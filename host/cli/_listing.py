@@ -15,8 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import trio
-
 import schedule
 from eventlog import EventLogError, SessionInfo, SessionStore
 from eventlog.values import SystemClock
@@ -137,11 +135,8 @@ def run_ls(
             "or pass --root DIR)"
         )
 
-    async def collect() -> list[Listed]:
-        infos = await SessionStore(chosen).list()
-        return [await trio.to_thread.run_sync(_listed, info) for info in infos]
-
-    listed = newest_first(trio.run(collect))
+    # Read in this thread: a listing waits for nothing, so it needs no event loop (nor trio).
+    listed = newest_first([_listed(info) for info in SessionStore(chosen).list_blocking()])
     if not listed:
         return 0
     if args.limit is not None:

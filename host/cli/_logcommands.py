@@ -4,7 +4,7 @@ packages' ``validate`` checks and the user's zone for human output; and host's o
 and ``show`` transcript.
 
 Apart from ``_commands``, so a log command loads eventlog's command line but not the JSON-RPC
-server, chat or the demo.
+server, chat or the demo; schedule and timecontext load only when ``validate`` runs their checks.
 """
 
 from __future__ import annotations
@@ -14,18 +14,16 @@ import zoneinfo
 from collections.abc import Mapping, Sequence
 
 import eventlog.cli
-import schedule
-import timecontext
 from eventlog import LogSnapshot
 from host._root import resolve_root, root_from_dsh_session_root
 
-from ._listing import run_ls
-from ._show import run_show
 from ._when import user_zone
 
 
 def schedule_check(snapshot: LogSnapshot) -> list[str]:
     """schedule's fold of the session's own ``schedule/change`` events (from ``seedLength``)."""
+    import schedule  # deferred: only validate runs the checks
+
     try:
         schedule.fold(snapshot.events, snapshot.header.seed_length or 0)
     except schedule.ScheduleLogError as exc:
@@ -35,6 +33,9 @@ def schedule_check(snapshot: LogSnapshot) -> list[str]:
 
 def readings_check(snapshot: LogSnapshot) -> list[str]:
     """timecontext's replay validator over the log's time readings."""
+    import schedule  # deferred: only validate runs the checks
+    import timecontext
+
     report = timecontext.validate_readings(snapshot.events, schedule.canonicalize_time_zone)
     return [violation.message for violation in report.violations]
 
@@ -62,8 +63,13 @@ def run_log_command(command: str, argv: Sequence[str], environ: Mapping[str, str
             dsh_default=root_from_dsh_session_root(None, environ),
         )
 
+    # Deferred: host's table and transcript load what eventlog's commands do not (schedule, trio).
     if command == "ls":
+        from ._listing import run_ls
+
         return run_ls(argv, environ, root, delegate=eventlog_command)
     if command == "show":
+        from ._show import run_show
+
         return run_show(argv, environ, root)
     return eventlog_command([command, *argv])

@@ -18,8 +18,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-import trio
-
 from eventlog import EventLogError, InvalidSessionId, LogSnapshot, SessionNotFound, SessionStore, read_log
 from eventlog.values import SystemClock
 
@@ -71,7 +69,7 @@ def read_session(arg: str, root: Path) -> tuple[LogSnapshot, str]:
     try:
         return read_log(path, expected_id=arg), arg
     except (SessionNotFound, FileNotFoundError):
-        near = suggestions(arg, [info.id for info in trio.run(SessionStore(root).list)])
+        near = suggestions(arg, [info.id for info in SessionStore(root).list_blocking()])
         close = f" (did you mean {' or '.join(near)}?)" if near else ""
         hint = f' (to read the file in the current directory, write "./{arg}")' if Path(arg).is_file() else ""
         raise StartupError(f'session "{arg}" not found in {root}{close}; see turnlog ls{hint}') from None
