@@ -499,6 +499,10 @@ _WIRE_EVENT = msgspec.json.Decoder(_WireEvent)
 # Between two event lines written canonically (by turnlog or deepseek-harness): a closing brace,
 # the LF and the next record's first key. Any other writer's lines take the line-by-line path.
 _LINE_BOUNDARY = b'}\n{"type":"'
+# Regions whose records average at least _LONG_RECORD bytes (over their first _SAMPLE bytes) are
+# split at LF, not framed by counts.
+_LONG_RECORD = 2048
+_SAMPLE = 64 * 1024
 _ANY = msgspec.json.Decoder()
 
 
@@ -536,27 +540,22 @@ class RecordDecoder:
         """The events of ``chunk[start:end]``, a run of complete lines each ending with LF, if
         every line is a valid event line (one event per line) with contiguous seqs from
         ``expected_seq``; ``None`` when any line needs a closer look (a defect, a packed row, a
-        replace op, a non-canonical line): then decode the lines one by one. Kept events
-        reference ``chunk`` (zero-copy).
+        replace op, a non-canonical line): then decode the lines one by one.
+
+        Every line must be one record, as the line-by-line decode takes it; the region's shape
+        decides how that is made sure. Short records (the common case) are decoded in one
+        ``decode_lines`` call after two counts prove the framing; the events reference
+        ``chunk`` (zero-copy). Long records (text-heavy logs) are split at LF and each line
+        decoded on its own, a record by construction: for them the two counts cost more than the
+        split, whose 33 bytes per line are then negligible. The events reference their line.
         """
-        count = chunk.count(b"\n", start, end)
-        # One JSON object per line, exactly: a "}\n{" can only sit between two objects (inside
-        # an object a closing brace is followed by "," "}" or "]"), so count - 1 boundaries plus
-        # "{" first and "}\n" last mean every LF separates two objects; and as many objects as
-        # LFs means no object spans lines. Anything else (CR LF included) goes line by line.
-        if (
-            not count
-            or chunk[start] != 0x7B
-            or chunk[end - 2] != 0x7D
-            or chunk.count(_LINE_BOUNDARY, start, end) != count - 1
-        ):
-            return None
-        region = chunk if start == 0 and end == len(chunk) else memoryview(chunk)[start:end]
-        try:
-            wires = _WIRE_EVENT.decode_lines(region)
-        except (msgspec.DecodeError, RecursionError):
-            return None
-        if len(wires) != count:
+        # The records' mean length, from the LFs of the region's first _SAMPLE bytes.
+        sample = min(end, start + _SAMPLE)
+        if (sample - start) >= _LONG_RECORD * chunk.count(b"\n", start, sample):
+            wires = self._split_lines(chunk, start, end)
+        else:
+            wires = self._framed_lines(chunk, start, end)
+        if wires is None:
             return None
         # The checks of _accept, inlined: this loop runs once per event of a cold read.
         types = self._types
@@ -590,6 +589,41 @@ class RecordDecoder:
                 append(Event(type_, seq, wire.time, wire.data, None, None, wire.ignorable is True))
             seq += 1
         return events
+
+    @staticmethod
+    def _framed_lines(chunk: bytes, start: int, end: int) -> list[_WireEvent] | None:
+        # decode_region for short records: one decode_lines call over the region, zero-copy.
+        count = chunk.count(b"\n", start, end)
+        # One JSON object per line, exactly: a "}\n{" can only sit between two objects (inside
+        # an object a closing brace is followed by "," "}" or "]"), so count - 1 boundaries plus
+        # "{" first and "}\n" last mean every LF separates two objects; and as many objects as
+        # LFs means no object spans lines. Anything else (CR LF included) goes line by line.
+        if (
+            not count
+            or chunk[start] != 0x7B
+            or chunk[end - 2] != 0x7D
+            or chunk.count(_LINE_BOUNDARY, start, end) != count - 1
+        ):
+            return None
+        region = chunk if start == 0 and end == len(chunk) else memoryview(chunk)[start:end]
+        try:
+            wires = _WIRE_EVENT.decode_lines(region)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        return wires if len(wires) == count else None
+
+    @staticmethod
+    def _split_lines(chunk: bytes, start: int, end: int) -> list[_WireEvent] | None:
+        # decode_region for long records: each line decoded on its own. ``start`` and ``end``
+        # sit just after an LF (or at the chunk's start): the pieces before ``start`` and after
+        # the region's last LF are not its lines.
+        pieces = chunk.split(b"\n")
+        first = chunk.count(b"\n", 0, start) if start else 0
+        lines = pieces[first : len(pieces) - chunk.count(b"\n", end) - 1]
+        try:
+            return list(map(_WIRE_EVENT.decode, lines))
+        except (msgspec.DecodeError, RecursionError):
+            return None
 
     def _accept(self, wire: _WireEvent, expected_seq: int) -> Event | None:
         # The event for a decoded envelope that passes every rule of log-format §3.3 checkable without
