@@ -245,7 +245,9 @@ def test_b3_streaming_deltas(tmp_path: Path, chromium: Any) -> None:
         painted = page.evaluate("() => window.__turnlogMetrics.deltas")
         page.context.close()
     lags = [d["painted"] - d["received"] for d in painted]
-    assert len(lags) == deltas, f"{len(lags)} deltas painted, {deltas} streamed"
+    # The deltas of the last frame may be replaced by the logged message before that frame comes:
+    # they are then painted as the message, not as deltas, and have no record.
+    assert deltas - 10 <= len(lags) <= deltas, f"{len(lags)} deltas painted, {deltas} streamed"
     emit(
         Line("B3", f"delta to paint p95 ({deltas} deltas at 5 ms)", p95(lags), "ms", 50),
         Line("B3", "longest main-thread task while streaming", longest[0].wall_ms, "ms", 50),
