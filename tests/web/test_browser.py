@@ -82,7 +82,8 @@ def test_the_page_reconnects_after_a_host_restart_and_keeps_the_draft(
     tmp_path: Path, chromium: Any, tabs: list[Tab]
 ) -> None:
     """Scenario 4: SIGTERM the server with a draft typed; the page says it is reconnecting, keeps
-    the draft and disables Send; on the same port it reconnects by itself and the draft sends."""
+    the draft and disables Send; on the same port it reconnects by itself within 12 s (no reload,
+    no new link), shows the same conversation rows, and the draft sends."""
     root, port = tmp_path / "s", free_port()
     tab = Tab(chromium, "Europe/Berlin")
     tabs.append(tab)
@@ -90,6 +91,9 @@ def test_the_page_reconnects_after_a_host_restart_and_keeps_the_draft(
         tab.page.goto(web.url)
         tab.send("hi")
         tab.conversation().get_by_text("You said: hi").wait_for()
+        rows_before = tab.conversation().aria_snapshot()
+        url_before = tab.page.url
+        tab.page.evaluate("window.__sameDocument = true")  # a reload would lose it
         box = tab.page.get_by_role("textbox", name="Message")
         box.fill("a draft typed before the restart")
         assert web.stop(signal.SIGTERM) == 0
@@ -98,7 +102,9 @@ def test_the_page_reconnects_after_a_host_restart_and_keeps_the_draft(
     assert tab.page.get_by_role("button", name="Send").is_disabled()
     assert box.input_value() == "a draft typed before the restart"
     with WebProcess(tmp_path, root, port=port):
-        status.filter(has_text="Connected").wait_for(timeout=15_000)
+        status.filter(has_text="Connected").wait_for(timeout=12_000)
+        assert tab.page.url == url_before and tab.page.evaluate("window.__sameDocument === true")
+        assert tab.conversation().aria_snapshot() == rows_before
         tab.page.get_by_role("button", name="Send").click()
         tab.conversation().get_by_text("You said: a draft typed before the restart").wait_for()
         session_id = only_session(root)
