@@ -48,8 +48,6 @@ from host.runtime import (
     root_from_dsh_session_root,
 )
 
-from ._chat import ChatOptions, run_chat
-from ._demo import demo_config, run_demo
 from ._errors import Parser, StartupError, UsageError
 from ._modelsetup import ModelSetup
 
@@ -396,6 +394,10 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _chat(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """host §7.2: the terminal assistant."""
+    # Here, not at the top: the line editor's prompt_toolkit (~90 ms) is for chat and demo only,
+    # and serve answers its first request sooner without it.
+    from ._chat import ChatOptions, run_chat
+
     root = host_root(args.root, environ)
     startup = model_startup(args, environ, root, chat=True)
     check_root(root)
@@ -417,6 +419,8 @@ def _chat(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _demo(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """host §7.1: the self-checking tour."""
+    from ._demo import demo_config, run_demo  # it uses chat's admission: see _chat above
+
     root = host_root(args.root, environ)
     config = replace(demo_config(root), **store_options(args, environ))
     check_time_context(config, environ)

@@ -78,3 +78,22 @@ def test_python_m_eventlog_read_only_commands_load_no_trio(home: Path, argv: lis
 def test_the_waiting_commands_still_run_under_trio(home: Path) -> None:
     report = loaded(home, "tail", "demo-1", "-n", "1")
     assert report["status"] == 0 and "trio" in heavy(report)
+
+
+def test_serve_loads_neither_the_line_editor_nor_the_web_front_door(home: Path) -> None:
+    """``turnlog serve`` answers JSON-RPC on stdio: prompt_toolkit (chat's line editor), hypercorn
+    and starlette (``turnlog web``) are not on its way to the first reply."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DSH_SESSION_ROOT", "XDG_DATA_HOME")}
+    env["TURNLOG_HOME"] = str(home)
+    probe = PROBE.format(module="host.cli")
+    request = '{"jsonrpc":"2.0","id":1,"method":"session/list","params":{}}\n'
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "serve"], input=request, capture_output=True, text=True, env=env,
+        timeout=120, check=False,
+    )
+    assert json.loads(result.stdout.splitlines()[0])["id"] == 1
+    report = json.loads(result.stderr.strip().splitlines()[-1])
+    assert report["status"] == 0
+    modules = report["modules"]
+    assert [m for m in modules if m.split(".")[0] in ("prompt_toolkit", "hypercorn", "starlette")] == []
+    assert "host.rpc" in modules  # the probe did run the server
