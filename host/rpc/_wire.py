@@ -443,9 +443,26 @@ def event_frame(value: EventAppended) -> bytes:
     )
 
 
+# The last frame built by notification_bytes, with the notification it was built for (held, so
+# that its identity stays its own). The host hands one notification object to every connection in
+# turn, so all but the first reuse the same bytes: one encoding per notification, not per client.
+_last_notification: tuple[Notification, bool, bytes | None] | None = None
+
+
 def notification_bytes(value: Notification, *, deltas: bool) -> bytes | None:
     """The frame forwarding one in-process notification (host §4.4), or ``None`` for a delta when
-    ``streamDeltas`` is off."""
+    ``streamDeltas`` is off. Connections forwarding the same notification get the same bytes
+    object."""
+    global _last_notification
+    last = _last_notification
+    if last is not None and last[0] is value and last[1] == deltas:
+        return last[2]
+    frame = _notification_bytes(value, deltas)
+    _last_notification = (value, deltas, frame)
+    return frame
+
+
+def _notification_bytes(value: Notification, deltas: bool) -> bytes | None:
     if isinstance(value, EventAppended):
         return event_frame(value)
     if isinstance(value, StatusChanged):

@@ -3,7 +3,9 @@
 
 A text message is one input line of the connection (``classify`` and the replies and silences of
 host §4.1 and §8 are the connection's); each frame the connection queues goes out as one text
-message, its bytes without the trailing LF. The transport adds only what a WebSocket needs:
+message, its bytes without the trailing LF (a notification's frame is one bytes object for every
+connection, so it is encoded and decoded once whatever the number of tabs). The transport adds only
+what a WebSocket needs:
 
 - a binary message closes the socket with 1003 ``binary messages are not accepted``; an oversized
   one is Hypercorn's (1009); neither is answered;
@@ -93,6 +95,8 @@ class Transport:
         self._sockets: set[_Socket] = set()
         self._stopping = False
         self._closing = False
+        self._last_frame = b""
+        self._last_text = ""
 
     @property
     def open_sockets(self) -> int:
@@ -173,9 +177,17 @@ class Transport:
         async for frame in connection.output:
             if connection.overflowed.is_set():
                 break
-            await websocket.send_text(frame[:-1].decode("utf-8"))
+            await websocket.send_text(self._text(frame))
         if connection.overflowed.is_set():
             socket.stop(TOO_SLOW)
+
+    def _text(self, frame: bytes) -> str:
+        """A frame as one text message, its bytes without the trailing LF. A notification comes
+        to every socket as one bytes object, taken by their writers in turn: it is decoded once."""
+        if frame is not self._last_frame:
+            self._last_frame = frame
+            self._last_text = frame[:-1].decode("utf-8")
+        return self._last_text
 
     async def _close(self, websocket: WebSocket, close: tuple[int, str]) -> None:
         code, reason = close

@@ -229,6 +229,62 @@ async def test_every_connection_gets_every_notification_and_deltas_only_when_ask
     assert not any("id" in f for f in a_frames if f.get("method") is None and f.get("id") == "p")
 
 
+def drained(connection: Connection) -> list[bytes]:
+    frames = []
+    while True:
+        try:
+            frames.append(connection.output.receive_nowait())
+        except trio.WouldBlock:
+            return frames
+
+
+async def test_a_notification_is_encoded_once_for_every_connection(tmp_path: Path) -> None:
+    """Every connection forwards a notification as the very same bytes object (web §5.2): the
+    host's fan-out encodes it once, not once per tab."""
+    async with running_web(tmp_path) as web, web.client() as sender:
+        tabs = [Connection(web.host, shutdown=lambda r: None, diagnostic=lambda line: None) for _ in range(3)]
+        for tab in tabs:
+            tab.stream_deltas = True
+            tab.subscribe()
+        await sender.send(prompt("p", "main", "a reply long enough for several deltas"))
+        await sender.idle("main")
+        for tab in tabs:
+            tab.unsubscribe()
+    first, *others = [drained(tab) for tab in tabs]
+    assert any(b'"session.delta"' in frame for frame in first)
+    assert len([f for f in first if b'"session.event"' in f]) == 9
+    for frames in others:
+        assert len(frames) == len(first)
+        assert all(mine is theirs for mine, theirs in zip(frames, first, strict=True))
+
+
+async def test_a_tab_that_does_not_read_holds_up_no_other(tmp_path: Path) -> None:
+    """web §5.2: each socket drains its own queue. While one client reads nothing and its
+    socket's buffers are full (megabytes still queued for it), another client's prompt is answered
+    and its turn streams to the end (a fan-out waiting on each socket in turn would hang here)."""
+    big = "z" * 60_000
+    async with running_web(tmp_path) as web:
+        async with web.client() as writer:
+            for index in range(40):  # about 2.4 MB of log
+                await writer.send(prompt(f"p-{index}", "main", big))
+            for index in range(40):
+                await writer.reply(f"p-{index}")
+            await writer.idle("main")
+        async with web.client() as stuck, web.client() as other:
+            page = request("h", "session/history", {"sessionId": "main", "limit": 10000})
+            for index in range(4):  # about 20 MB of replies, under the 32 MiB limit, never read
+                page["id"] = f"h-{index}"
+                await stuck.send(page)
+            await other.send(prompt("q", "main", "hi"))
+            with trio.fail_after(20):
+                await other.reply("q")
+                frames = await other.idle("main")
+            assert [f["params"]["event"]["type"] for f in frames if f.get("method") == "session.event"][-1] == "turn/end"
+            with trio.fail_after(60):  # nothing was dropped: the stuck client still gets every reply
+                replies = [await stuck.reply(f"h-{index}") for index in range(4)]
+            assert all(len(r["result"]["events"]) > 40 for r in replies)
+
+
 async def test_admissions_keep_arrival_order_across_connections(tmp_path: Path) -> None:
     async with running_web(tmp_path) as web, web.client() as a, web.client() as b:
         for index in range(6):
