@@ -220,3 +220,98 @@ def check_forks(tab: Tab, inspector: Any, seeded: Seeded, refusal: str) -> None:
     notice.get_by_role("link", name="its log").click()
     tab.page.get_by_role("link", name=f"{SESSION} at seq {seeded.turn_end}").wait_for()
     assert tab.page.url.endswith(f"/s/{CHILD}/log")
+
+
+# --- the replay point scrolls the timeline -----------------------------------------------------------
+
+LONG = "long"
+
+
+def seed_long(root: Path, turns: int) -> None:
+    """A session of ``turns`` short turns: far more rows than the timeline shows at once."""
+
+    async def run() -> None:
+        async with open_harness(root) as h:
+            await h.start()
+            for index in range(turns):
+                await h.prompt(LONG, f"hello {index}")
+                await h.settle()
+
+    trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+IN_VIEW = """(timeline, seq) => {
+  const row = timeline.querySelector(`[role="option"][data-seq="${seq}"]`);
+  if (row === null) return false;
+  const box = timeline.getBoundingClientRect();
+  const r = row.getBoundingClientRect();
+  return r.top >= box.top && r.bottom <= box.bottom;
+}"""
+
+
+def test_moving_the_replay_point_scrolls_the_timeline_to_its_row(
+    tmp_path: Path, chromium: Any, tabs: list[Tab]
+) -> None:
+    """web §6.12: the slider (keys and a drag's value), the seq field and a ``?seq=N`` link bring
+    the replay point's row into the timeline's view; with a filter hiding it, the last shown row
+    before it. Opening without a seq starts at the first event."""
+    root = tmp_path / "s"
+    seed_long(root, 60)
+    log = events(root, LONG)
+    last = log[-1]["seq"]
+    turn_starts = [e["seq"] for e in log if e["type"] == "turn/start"]
+    middle = last // 2
+    assert last > 300
+
+    with WebProcess(tmp_path, root) as web:
+        tab = Tab(chromium, "UTC")
+        tabs.append(tab)
+        tab.page.goto(web.url.replace("/#", f"/s/{LONG}/log#"))
+        page = tab.page
+        timeline = page.get_by_role("listbox", name="Events")
+
+        def wait_in_view(seq: int) -> None:
+            page.wait_for_function(
+                f"([timeline, seq]) => ({IN_VIEW})(timeline, seq)", arg=[timeline.element_handle(), seq]
+            )
+
+        def in_view(seq: int) -> bool:
+            return bool(timeline.evaluate(IN_VIEW, seq))
+
+        timeline.locator('[role="option"][data-seq="0"]').wait_for()
+        assert in_view(0) and not in_view(last)
+
+        slider = page.get_by_role("slider", name="Replay to seq")
+        slider.focus()
+        page.keyboard.press("Home")  # the replay point starts at the last event, the view at the first
+        wait_in_view(0)
+        page.get_by_label("State at this seq").get_by_role("heading", name="State at seq 0").wait_for()
+        page.keyboard.press("End")
+        wait_in_view(last)
+        assert not in_view(0)
+        page.keyboard.press("Home")
+        wait_in_view(0)
+        page.keyboard.press("Shift+ArrowRight")  # one turn: to the second turn's start
+        wait_in_view(turn_starts[1])
+        slider.fill(str(middle))  # where a drag lets go
+        wait_in_view(middle)
+        assert page.url.endswith(f"/s/{LONG}/log?seq={middle}")
+
+        field = page.get_by_role("spinbutton", name="Seq")
+        field.fill(str(last - 5))
+        field.press("Enter")
+        wait_in_view(last - 5)
+
+        # A filter hides the replay point's row: the last shown row before it comes into view.
+        page.get_by_role("combobox", name="Filter by type").select_option("turn/start")
+        field.fill(str(turn_starts[10] + 2))
+        field.press("Enter")
+        wait_in_view(turn_starts[10])
+        page.get_by_role("combobox", name="Filter by type").select_option("")
+
+        # A link to ?seq=N opens at that row.
+        page.goto(web.url.replace("/#", f"/s/{LONG}/log?seq={middle + 7}#"))
+        page.get_by_label("State at this seq").get_by_role("heading", name=f"State at seq {middle + 7}").wait_for()
+        wait_in_view(middle + 7)
+        assert tab.problems == []
+    assert web.proc.returncode == 0

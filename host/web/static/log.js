@@ -158,7 +158,9 @@ export class LogView {
     this.loaded = true;
     this.renderFacts();
     const last = this.events.length - 1;
-    this.replayTo(this.wantedSeq !== null && this.wantedSeq <= last ? this.wantedSeq : last, { keepUrl: this.wantedSeq === null });
+    // A link to `?seq=N` opens at that row; otherwise the timeline starts at its first event.
+    const wanted = this.wantedSeq !== null;
+    this.replayTo(wanted && this.wantedSeq <= last ? this.wantedSeq : last, { keepUrl: !wanted, reveal: wanted });
     this.metrics.markPainted('inspector-ready', { events: this.events.length });
   }
 
@@ -254,7 +256,7 @@ export class LogView {
     this.scheduleLanes();
     if (this.loaded) {
       this.renderFacts();
-      if (following) this.replayTo(last, { keepUrl: true });
+      if (following) this.replayTo(last, { keepUrl: true, reveal: false }); // the reader's scroll stays
     }
   }
 
@@ -341,12 +343,29 @@ export class LogView {
         this.refilter();
         position = index;
       }
-      const top = position * ROW_HEIGHT;
-      if (top < this.timeline.scrollTop || top > this.timeline.scrollTop + this.timeline.clientHeight - ROW_HEIGHT) {
-        this.timeline.scrollTop = Math.max(0, top - this.timeline.clientHeight / 2);
-      }
+      this.reveal(position);
     }
     this.paintRows();
+  }
+
+  /** Scroll the row at `position` (in the filtered rows) to the middle unless it is in view. */
+  reveal(position) {
+    const top = position * ROW_HEIGHT;
+    if (top < this.timeline.scrollTop || top > this.timeline.scrollTop + this.timeline.clientHeight - ROW_HEIGHT) {
+      this.timeline.scrollTop = Math.max(0, top - this.timeline.clientHeight / 2);
+    }
+  }
+
+  /** The position of the last shown row at or before `seq` (binary search: rows are in seq order), or -1. */
+  positionAtOrBefore(seq) {
+    let low = 0;
+    let high = this.visible.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (this.events[this.visible[middle]].seq <= seq) low = middle + 1;
+      else high = middle;
+    }
+    return low - 1;
   }
 
   /** Select the row of `seq` and bring it into view (a lane mark's link). */
@@ -382,8 +401,12 @@ export class LogView {
     this.replayTo(target ?? (forward ? last : 0));
   }
 
-  /** Replay to seq `seq`: later rows dim, the state panel follows, the URL keeps `?seq=N`. */
-  replayTo(seq, { keepUrl = false } = {}) {
+  /**
+   * Replay to seq `seq`: later rows dim, the timeline scrolls to its row (or, when a filter hides
+   * it, to the last shown row before it) unless `reveal` is false, the state panel follows, and
+   * the URL keeps `?seq=N`.
+   */
+  replayTo(seq, { keepUrl = false, reveal = true } = {}) {
     const last = this.events.length - 1;
     if (last < 0) {
       this.atSeq = null;
@@ -402,6 +425,7 @@ export class LogView {
       url.searchParams.set('seq', String(at));
       history.replaceState(history.state, '', url.pathname + url.search);
     }
+    if (reveal) this.reveal(Math.max(0, this.positionAtOrBefore(at)));
     this.paintRows();
     clearTimeout(this.stateTimer);
     this.stateTimer = setTimeout(() => this.loadState(at), 100);
