@@ -45,6 +45,7 @@ import {
 import { ConnectionLost, RpcError, SessionFeed } from './rpc.js';
 
 const TAIL_LIMIT = 2000;
+const CHUNK_ROWS = 64;
 const FIRST_TURNS = 24;
 const DRAFT_PREFIX = 'turnlog.draft.';
 const NOTIFY_KEY = 'turnlog.notifyReminders';
@@ -99,6 +100,42 @@ function turnContext(startEvent = null) {
   };
 }
 
+// The conversation's rows go in chunks of CHUNK_ROWS: a new or growing row then makes the
+// browser lay out its own chunk and the list of chunks, not every row of the conversation, so
+// an event paints as fast late in a long conversation as early on (web §9 B2).
+class RowList {
+  constructor(element) {
+    this.element = element;
+  }
+
+  clear() {
+    this.element.replaceChildren();
+  }
+
+  append(...rows) {
+    let chunk = this.element.lastElementChild;
+    for (const row of rows) {
+      if (chunk === null || chunk.childElementCount >= CHUNK_ROWS) {
+        chunk = h('div', { class: 'rows-chunk' });
+        this.element.append(chunk);
+      }
+      chunk.append(row);
+    }
+  }
+
+  replace(rows) {
+    this.clear();
+    this.append(...rows);
+  }
+
+  /** Older rows above the first: chunks of their own. */
+  prepend(rows) {
+    const chunks = [];
+    for (let i = 0; i < rows.length; i += CHUNK_ROWS) chunks.push(h('div', { class: 'rows-chunk' }, ...rows.slice(i, i + CHUNK_ROWS)));
+    this.element.prepend(...chunks);
+  }
+}
+
 /** One session as this tab shows it: its event window, rows, inbox, pending prompts and deltas. */
 class Conversation {
   constructor(chat, sessionId, info) {
@@ -111,6 +148,7 @@ class Conversation {
     this.feed = new SessionFeed(this.rpc, sessionId, (events) => this.receive(events));
     this.root = h('div', { class: 'conversation-session', 'data-session-id': sessionId });
     this.rowsEl = h('div', { class: 'rows' });
+    this.rows = new RowList(this.rowsEl);
     this.pendingEl = h('div', { class: 'pending' });
     this.root.append(this.rowsEl, this.pendingEl);
     this.pending = new Map(); // rpcId -> {text, mode, row, lost}
@@ -131,7 +169,7 @@ class Conversation {
     this.error = null;
     this.reminders = [];
     this.olderLoading = false;
-    this.rowsEl.replaceChildren();
+    this.rows.clear();
   }
 
   get seedLength() {
@@ -259,7 +297,7 @@ class Conversation {
       this.renderEvent(event, this.turn, out, true);
       if (event.type === 'agent/inbox/spliced') this.applyInbox(event);
     }
-    this.rowsEl.append(...out);
+    this.rows.append(...out);
     this.renderUnfinished();
     this.renderQueue();
     this.chat.metrics.painted(this.sessionId, fresh);
@@ -298,7 +336,7 @@ class Conversation {
     this.turn = turnContext();
     const out = [];
     for (let i = from; i < this.events.length; i += 1) this.renderEvent(this.events[i], this.turn, out, false);
-    this.rowsEl.replaceChildren(...out);
+    this.rows.replace(out);
     this.renderUnfinished();
     this.renderQueue();
     if (this.chat.current === this) this.chat.scrollToBottom();
@@ -328,7 +366,7 @@ class Conversation {
       const out = [];
       for (let i = from; i < this.renderedFrom; i += 1) this.renderEvent(this.events[i], ctx, out, false);
       this.renderedFrom = from;
-      this.chat.keepPosition(() => this.rowsEl.prepend(...out));
+      this.chat.keepPosition(() => this.rows.prepend(out));
     } catch (error) {
       if (!(error instanceof ConnectionLost || error instanceof RpcError)) throw error;
     } finally {
@@ -456,7 +494,7 @@ class Conversation {
     this.removeUnfinished();
     if (!this.live && this.turn.open) {
       this.unfinished = unfinishedRow();
-      this.rowsEl.append(this.unfinished);
+      this.rows.append(this.unfinished);
     }
   }
 
@@ -478,7 +516,7 @@ class Conversation {
     if (block === undefined) {
       block = { turn, step, row: deltaRow(turn, step), unpainted: '', frame: 0, received: [] };
       this.deltas.set(key, block);
-      this.rowsEl.append(block.row);
+      this.rows.append(block.row);
       if (this.chat.current === this) this.chat.followSoon();
     }
     block.unpainted += chunk.text;
