@@ -301,11 +301,13 @@ _PREFIX = re.compile(r"(?:(?:please|hey|ok|okay)[, ]+|(?:can|could|would|will) y
 _SUFFIX = re.compile(r"[ ,]*(?:please|thanks|thank you)$", _FLAGS)
 _ASK = re.compile(r"(?:remind|remember to remind) me\b|set (?:a |an )?reminder(?: for me)?", _FLAGS)
 _LEAD = re.compile(r"(?:to|that|about|of)\s+", _FLAGS)
+_SPACES = re.compile(r"[^\S\n]+")
+_ABOUT_REMINDERS = re.compile(r"\b(?:remind|reminders?|alarm|timer)\b", _FLAGS)
 
 
 def _clean(text: str) -> str:
     """The phrase without politeness, trailing punctuation and extra spaces (newlines stay)."""
-    text = re.sub(r"[^\S\n]+", " ", text).strip()
+    text = _SPACES.sub(" ", text).strip()
     text = text.rstrip("?!. ")
     text = _PREFIX.sub("", text, count=1) if _PREFIX.match(text) else text
     return _SUFFIX.sub("", text).strip()
@@ -334,7 +336,7 @@ def understand(s: str, messages: Sequence[Mapping[str, Any]], client_zone: str |
         return reply
     if m := _LEADING_WHEN.fullmatch(text):
         return _WANT_REMINDER.format(when=m["when"], what=_what(m["what"]))
-    if re.search(r"\b(?:remind|reminders?|alarm|timer)\b", s, _FLAGS):
+    if _ABOUT_REMINDERS.search(s):
         return HELP
     return None
 
@@ -348,8 +350,10 @@ _LEADING_WHEN = re.compile(
 )
 
 
-def _list_request(text: str, messages: Sequence[Mapping[str, Any]]) -> Reply | None:
-    patterns = (
+# Compiled once: every user text the exact patterns leave is tried against them (host §6.3).
+_LIST_PATTERNS = tuple(
+    re.compile(pattern, _FLAGS)
+    for pattern in (
         (
             r"(?:what|which)(?: are)?(?: my| the)? reminders"
             r"(?: do i have| have i got| are (?:there|set|active|pending))?(?: now| left)?"
@@ -363,30 +367,36 @@ def _list_request(text: str, messages: Sequence[Mapping[str, Any]]) -> Reply | N
         r"(?:list|show)(?: me)?(?: all)?(?: of)?(?: my| the)?(?: active| pending)? reminders",
         r"(?:my )?reminders",
     )
-    if any(re.fullmatch(p, text, _FLAGS) for p in patterns):
+)
+
+
+def _list_request(text: str, messages: Sequence[Mapping[str, Any]]) -> Reply | None:
+    if any(pattern.fullmatch(text) for pattern in _LIST_PATTERNS):
         return [("schedule_list", {})]
     return None
 
 
 _DELETE_VERB = r"(?:delete|cancel|remove|drop|clear|stop|forget)"
+_DELETE_EVERY = re.compile(rf"{_DELETE_VERB}(?: all| every(?: one of)?)(?: of)?(?: my| the)? reminders", _FLAGS)
+_DELETE_ALL = re.compile(rf"{_DELETE_VERB}(?: my| the)? reminders", _FLAGS)
+_DELETE_ID = re.compile(rf"{_DELETE_VERB}(?: the)?(?: reminder)? (schedule-[0-9]+)", _FLAGS)
+_DELETE_ONE = re.compile(rf"{_DELETE_VERB}(?: the| that| this| my)? reminder", _FLAGS)
+_DELETE_NAMED = re.compile(rf"{_DELETE_VERB}(?: the| my)? (.+?) reminder", _FLAGS)
+_DELETE_ABOUT = re.compile(rf"{_DELETE_VERB}(?: the| my)? reminder (?:about|to|for|of|that says) (.+)", _FLAGS)
 
 
 def _delete_request(text: str, messages: Sequence[Mapping[str, Any]]) -> Reply | None:
-    if re.fullmatch(
-        rf"{_DELETE_VERB}(?: all| every(?: one of)?)(?: of)?(?: my| the)? reminders", text, _FLAGS
-    ) or (re.fullmatch(rf"{_DELETE_VERB}(?: my| the)? reminders", text, _FLAGS)):
+    if _DELETE_EVERY.fullmatch(text) or _DELETE_ALL.fullmatch(text):
         known = known_reminders(messages)
         if not known:
             return 'I don\'t see any active reminders in this conversation. "list reminders" shows them.'
         return [("schedule_delete", {"id": k.id}) for k in known]
-    if m := re.fullmatch(rf"{_DELETE_VERB}(?: the)?(?: reminder)? (schedule-[0-9]+)", text, _FLAGS):
+    if m := _DELETE_ID.fullmatch(text):
         return [("schedule_delete", {"id": m[1].lower()})]
-    if re.fullmatch(rf"{_DELETE_VERB}(?: the| that| this| my)? reminder", text, _FLAGS):
+    if _DELETE_ONE.fullmatch(text):
         known = known_reminders(messages)
         return [("schedule_delete", {"id": known[0].id})] if len(known) == 1 else _which(known)
-    m = re.fullmatch(rf"{_DELETE_VERB}(?: the| my)? (.+?) reminder", text, _FLAGS) or re.fullmatch(
-        rf"{_DELETE_VERB}(?: the| my)? reminder (?:about|to|for|of|that says) (.+)", text, _FLAGS
-    )
+    m = _DELETE_NAMED.fullmatch(text) or _DELETE_ABOUT.fullmatch(text)
     if m is None:
         return None
     about = _what(m[1])
