@@ -850,6 +850,52 @@ class _NotLossless(Exception):
         return f"{self.problem} at data{''.join(reversed(self.path))}"
 
 
+_PLAIN_DEPTH = 64  # deeper values are left to _check_lossless, which finds cycles
+
+
+def _plainly_lossless(value: Any) -> bool:
+    """Whether ``value`` is built only of the plain types msgspec writes unchanged: str, bool,
+    None, safe ints, finite floats other than -0.0, and dicts with str keys, lists, tuples and
+    Structs of them (no more than :data:`_PLAIN_DEPTH` levels). The fast path of every append:
+    one loop, no recursion, no path or cycle bookkeeping. ``False`` only means "look closer":
+    :func:`_check_lossless` decides (subclasses, UNSET outside a Struct, cycles) and names the
+    problem."""
+    pending: list[tuple[Any, int]] = [([value], 0)]
+    while pending:
+        container, depth = pending.pop()
+        cls = container.__class__
+        struct = False
+        if cls is dict:
+            for key in container:
+                if key.__class__ is not str:
+                    return False
+            items = container.values()
+        elif cls is list or cls is tuple:
+            items = container
+        elif isinstance(container, msgspec.Struct):
+            items = msgspec.structs.astuple(container)
+            struct = True  # whose UNSET fields are omitted when encoded
+        else:
+            return False
+        for item in items:
+            item_cls = item.__class__
+            if item_cls is str or item_cls is bool or item is None:
+                continue
+            if item_cls is int:
+                if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                    return False
+            elif item_cls is float:
+                if item - item != 0.0 or (item == 0.0 and math.copysign(1.0, item) < 0):
+                    return False
+            elif item is UNSET and struct:
+                continue
+            elif depth < _PLAIN_DEPTH:
+                pending.append((item, depth + 1))
+            else:
+                return False
+    return True
+
+
 def _check_lossless(value: Any, active: set[int]) -> None:
     # Walk the value exactly as msgspec will encode it and refuse anything it would change
     # (NaN → null, int keys → strings, unsafe integers) or cannot encode at all. Strings need
@@ -963,7 +1009,8 @@ def build_event(
     elif surface_op is not None or source_event_seqs is not None:
         raise _invalid(type, "only user/message, assistant/message and tool/result carry surface_op or source_event_seqs")
     try:
-        _check_lossless(data, set())
+        if not _plainly_lossless(data):
+            _check_lossless(data, set())
     except _NotLossless as exc:
         raise InvalidEvent(f'session event "{type}" carries non-JSON-serializable data: {exc}') from None
     except RecursionError:

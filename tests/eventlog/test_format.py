@@ -22,6 +22,8 @@ from eventlog.format import (
     RecordDecoder,
     ReplaceOp,
     SessionHeader,
+    _check_lossless,
+    _plainly_lossless,
     build_event,
     check_not_zstd,
     check_session_id,
@@ -536,6 +538,46 @@ def test_build_event_names_where_data_is_lossy(data: object, detail: str) -> Non
     with pytest.raises(InvalidEvent) as info:
         build_event("tool/run", 0, 0, data)
     assert str(info.value) == f"{BAD_DATA}: {detail}"
+
+
+class _Text(str):
+    pass
+
+
+_SAFE = 2**53 - 1
+_PLAIN_SCALARS = (
+    st.none() | st.booleans() | st.text(max_size=5) | st.integers(-_SAFE, _SAFE)
+    | st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: math.copysign(1.0, x) > 0 or x != 0)
+)
+_ODD_SCALARS = st.sampled_from(
+    [math.nan, math.inf, -math.inf, -0.0, 2**53, -(2**53), 2**70, msgspec.UNSET, b"x", _Text("t"), enum.IntEnum("E", "A").A]
+)
+
+
+def _values(scalars: st.SearchStrategy[object], odd_keys: bool) -> st.SearchStrategy[object]:
+    keys = st.text(max_size=3) | (st.integers(0, 3) | st.builds(_Text, st.text(max_size=2)) if odd_keys else st.nothing())
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=3)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(keys, inner, max_size=3)
+        | st.builds(Holder, value=inner),
+        max_leaves=12,
+    )
+
+
+@given(_values(_PLAIN_SCALARS | _ODD_SCALARS, odd_keys=True))
+@settings(max_examples=400)
+def test_plain_fast_path_never_admits_what_the_walk_refuses(data: object) -> None:
+    # build_event skips the walk for what _plainly_lossless admits: that must be nothing the walk
+    # (the rule, which names each problem) refuses.
+    if _plainly_lossless(data):
+        _check_lossless(data, set())
+
+
+@given(_values(_PLAIN_SCALARS, odd_keys=False))
+def test_plain_fast_path_admits_plain_json_values(data: object) -> None:
+    assert _plainly_lossless(data)
 
 
 def test_build_event_accepts_int_enums_within_bounds() -> None:
