@@ -204,6 +204,15 @@ def probe_rss(probe: str, path: Path) -> tuple[int, str]:
     return int(after) - int(before), last
 
 
+def unavoidable(path: Path) -> None:
+    """The work no log-format §11 reader can skip: read the file, check that it is UTF-8
+    (msgspec does not check the bytes it leaves as ``Raw``, so ``data`` needs the reader's own
+    check, log-format §3.1) and decode the envelopes."""
+    content = path.read_bytes()
+    content.decode("utf-8")
+    ENVELOPES.decode_lines(content.split(b"\n", 1)[1])
+
+
 def read_rows(work: Path, events: int, *, long_text: bool) -> list[Row]:
     """Cold ``read_log`` of one generated log (page cache warm) against the msgspec
     envelope-decode ceiling (the file's body in memory, one ``decode_lines`` call, no checks,
@@ -215,11 +224,16 @@ def read_rows(work: Path, events: int, *, long_text: bool) -> list[Row]:
     mb = size / 1e6
     body = path.read_bytes().split(b"\n", 1)[1]
     read_log(path)  # warm the page cache
-    ours, ceiling = alternate(5, lambda: read_log(path), functools.partial(ENVELOPES.decode_lines, body))
+    ours, ceiling, floor = alternate(5, lambda: read_log(path), functools.partial(ENVELOPES.decode_lines, body),
+                                     functools.partial(unavoidable, path))
     del body
     label = f"{mb:.0f} MB {kind} log"
     out = [row(f"cold read_log MB/s, {label} (vs msgspec envelope decode)", mb / ours, mb / ceiling,
-               "MB/s", "ratio >= 0.85", ours * 0.85 <= ceiling)]
+               "MB/s", "ratio >= 0.85", ours * 0.85 <= ceiling),
+           # What bounds the ratio above: the floor's MB/s over the ceiling's is the best any
+           # reader that must also read the file and check its UTF-8 can reach.
+           row(f"floor MB/s, {label}: read + UTF-8 check + envelope decode (vs the decode)", mb / floor,
+               mb / ceiling, "MB/s", "info (not a target)", True)]
     if os.path.exists(NODE):
         node_us = float(subprocess.run([NODE, "-e", NODE_READ, str(path)], capture_output=True, text=True,
                                        check=True).stdout)
