@@ -109,6 +109,25 @@ class LiveSession:
         return self.agent.status
 
 
+class _Place:
+    """``async with _Place(line)``: hold a session's line, taken at once when nobody holds it or
+    waits for it (so admitting to a live session costs no scheduling round), else in turn."""
+
+    __slots__ = ("_line",)
+
+    def __init__(self, line: trio.StrictFIFOLock) -> None:
+        self._line = line
+
+    async def __aenter__(self) -> None:
+        try:
+            self._line.acquire_nowait()
+        except trio.WouldBlock:
+            await self._line.acquire()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._line.release()
+
+
 class SessionRegistry:
     """The live sessions of one process, each running in a task of ``nursery`` (:meth:`bind`).
 
@@ -175,7 +194,7 @@ class SessionRegistry:
         check_session_id(session_id)
         line = self._line(session_id)
         task_status.started()
-        async with line:
+        async with _Place(line):
             self.check_open()
             live = self._live.get(session_id)
             if live is not None:
