@@ -350,28 +350,32 @@ _LEADING_WHEN = re.compile(
 )
 
 
-# Compiled once: every user text the exact patterns leave is tried against them (host §6.3).
-_LIST_PATTERNS = tuple(
-    re.compile(pattern, _FLAGS)
-    for pattern in (
-        (
-            r"(?:what|which)(?: are)?(?: my| the)? reminders"
-            r"(?: do i have| have i got| are (?:there|set|active|pending))?(?: now| left)?"
-        ),
-        (
-            r"what(?: reminders)? (?:do i have|have i got|is scheduled|did i ask you to remind me)"
-            r"(?: set)?(?: up)?"
-        ),
-        r"(?:do i have|are there|have i got) any(?: active| pending)? reminders",
-        r"any reminders",
-        r"(?:list|show)(?: me)?(?: all)?(?: of)?(?: my| the)?(?: active| pending)? reminders",
-        r"(?:my )?reminders",
-    )
+# One alternation, compiled once: every user text the exact patterns leave is tried against it
+# (host §6.3), and fullmatch of A|B matches exactly the texts one of A, B matches whole.
+_LIST_REQUEST = re.compile(
+    "|".join(
+        f"(?:{pattern})"
+        for pattern in (
+            (
+                r"(?:what|which)(?: are)?(?: my| the)? reminders"
+                r"(?: do i have| have i got| are (?:there|set|active|pending))?(?: now| left)?"
+            ),
+            (
+                r"what(?: reminders)? (?:do i have|have i got|is scheduled|did i ask you to remind me)"
+                r"(?: set)?(?: up)?"
+            ),
+            r"(?:do i have|are there|have i got) any(?: active| pending)? reminders",
+            r"any reminders",
+            r"(?:list|show)(?: me)?(?: all)?(?: of)?(?: my| the)?(?: active| pending)? reminders",
+            r"(?:my )?reminders",
+        )
+    ),
+    _FLAGS,
 )
 
 
 def _list_request(text: str, messages: Sequence[Mapping[str, Any]]) -> Reply | None:
-    if any(pattern.fullmatch(text) for pattern in _LIST_PATTERNS):
+    if _LIST_REQUEST.fullmatch(text):
         return [("schedule_list", {})]
     return None
 
